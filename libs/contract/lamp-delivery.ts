@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { epochMsSchema, opaqueIdSchema, requestIdSchema } from "./identifiers.js";
+import { playbackAckStateSchema, playbackStartSchema } from "./lamp-wire.js";
+
+/**
+ * How the OS side moves Lamp traffic between processes (DESIGN §4):
+ * - the device-gateway instance holding a Lamp's WebSocket advertises it in a presence key with a TTL
+ *   (`Keyspace.lampPresence(deviceId)` = gateway instance id), refreshed while the socket is open;
+ * - the playback worker (tts-dispatcher) writes `playback.start` to that instance's delivery stream;
+ * - the gateway forwards what the Lamp says about playback (acks, "say that again") to `os.lamp_events`.
+ */
+export const lampDeliverySchema = z.strictObject({
+  deviceId: opaqueIdSchema,
+  frame: playbackStartSchema,
+  sentAt: epochMsSchema,
+});
+export type LampDelivery = z.infer<typeof lampDeliverySchema>;
+
+export const lampEventSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("playback.ack"),
+    deviceId: opaqueIdSchema,
+    playbackId: opaqueIdSchema,
+    state: playbackAckStateSchema,
+    at: epochMsSchema,
+  }),
+  /** "Say that again": a new, explicit playback of a stored result the device owns. */
+  z.strictObject({
+    kind: z.literal("playback.repeat"),
+    deviceId: opaqueIdSchema,
+    requestId: requestIdSchema,
+    playbackId: opaqueIdSchema,
+    resultId: opaqueIdSchema,
+    at: epochMsSchema,
+  }),
+]);
+export type LampEvent = z.infer<typeof lampEventSchema>;
+
+export const LAMP_STREAMS = {
+  lampEvents: { name: "os.lamp_events", schema: lampEventSchema },
+  /** One per device-gateway instance; read without a consumer group (a dead instance's socket is gone anyway). */
+  lampDelivery: (gatewayInstanceId: string) => ({
+    name: `os.lamp_delivery.${gatewayInstanceId}`,
+    schema: lampDeliverySchema,
+  }),
+} as const;
+
+/** Presence TTL: a gateway refreshes every third of it; a missing key proves there is no live Lamp connection. */
+export const LAMP_PRESENCE_TTL_MS = 15_000;

@@ -1,0 +1,106 @@
+import { z } from "zod";
+import { nonEmpty, opaqueIdSchema, requestIdSchema } from "./identifiers.js";
+import { promptTextSchema } from "./harness-wire.js";
+import { receiptSchema } from "./receipt.js";
+
+export const replyRouteSchema = z.enum(["voice", "display", "silent"]);
+export type ReplyRoute = z.infer<typeof replyRouteSchema>;
+
+export const voiceTargetSchema = z.strictObject({
+  id: z.string().min(1).max(128),
+  /** ISO-8601 instant; when absent the OS applies its default expiry (VOICE_TARGET_TTL_MS after the request). */
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type VoiceTarget = z.infer<typeof voiceTargetSchema>;
+
+// ---- Lamp -> OS -----------------------------------------------------------------------------------------------
+
+export const voiceRequestSchema = z.strictObject({
+  type: z.literal("voice.request"),
+  requestId: requestIdSchema,
+  agentId: opaqueIdSchema,
+  machineId: opaqueIdSchema,
+  text: promptTextSchema,
+  voiceTarget: voiceTargetSchema,
+  replyRoute: replyRouteSchema,
+});
+
+export const playbackAckStateSchema = z.enum(["started", "finished", "interrupted", "rejected"]);
+
+export const playbackAckSchema = z.strictObject({
+  type: z.literal("playback.ack"),
+  playbackId: opaqueIdSchema,
+  state: playbackAckStateSchema,
+});
+
+export const voiceCancelSchema = z.strictObject({
+  type: z.literal("voice.cancel"),
+  requestId: requestIdSchema,
+  runId: opaqueIdSchema,
+});
+
+export const playbackRepeatSchema = z.strictObject({
+  type: z.literal("playback.repeat"),
+  requestId: requestIdSchema,
+  resultId: opaqueIdSchema,
+});
+
+export const lampRequestSchema = z.discriminatedUnion("type", [
+  voiceRequestSchema,
+  playbackAckSchema,
+  voiceCancelSchema,
+  playbackRepeatSchema,
+]);
+export type LampRequest = z.infer<typeof lampRequestSchema>;
+export type VoiceRequest = z.infer<typeof voiceRequestSchema>;
+
+// ---- OS -> Lamp -----------------------------------------------------------------------------------------------
+
+export const lampErrorCodeSchema = z.enum([
+  "INVALID_REQUEST",
+  "UNAUTHORIZED",
+  "NOT_FOUND",
+  "PAYLOAD_TOO_LARGE",
+  "RATE_LIMITED",
+  "UNAVAILABLE",
+  "INTERNAL",
+]);
+export type LampErrorCode = z.infer<typeof lampErrorCodeSchema>;
+
+export const voiceRequestResultSchema = z.strictObject({
+  type: z.literal("voice.request_result"),
+  requestId: requestIdSchema,
+  runId: nonEmpty,
+  idempotencyKey: nonEmpty,
+  /** Null while the Harness has not answered yet; the run is registered and the send proceeds regardless. */
+  receipt: receiptSchema.nullable(),
+});
+
+export const voiceCancelResultSchema = z.strictObject({
+  type: z.literal("voice.cancel_result"),
+  requestId: requestIdSchema,
+  runId: nonEmpty,
+  cancelled: z.boolean(),
+});
+
+export const playbackRepeatResultSchema = z.strictObject({
+  type: z.literal("playback.repeat_result"),
+  requestId: requestIdSchema,
+  playbackId: nonEmpty,
+});
+
+export const playbackStartSchema = z.strictObject({
+  type: z.literal("playback.start"),
+  playbackId: nonEmpty,
+  resultId: nonEmpty,
+  voiceTargetId: nonEmpty,
+  text: nonEmpty,
+});
+export type PlaybackStart = z.infer<typeof playbackStartSchema>;
+
+export const lampErrorResultSchema = z.strictObject({
+  type: z.string().regex(/^[a-z.]+_result$/),
+  requestId: z.string().nullable(),
+  playbackId: z.string().optional(),
+  error: z.strictObject({ code: lampErrorCodeSchema, message: z.string() }),
+});

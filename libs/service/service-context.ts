@@ -1,0 +1,45 @@
+import type { FastifyInstance } from "fastify";
+import type { Registry } from "prom-client";
+import type { BaseEnv } from "../config/env-fields.js";
+import type { HealthRegistry } from "../http/health.js";
+import type { Logger } from "../logging/logger.js";
+import type { RedisConnections } from "../redis/connections.js";
+import type { Keyspace } from "../redis/keyspace.js";
+import type { StreamConsumerSettings } from "../streams/stream-consumer.js";
+
+/** What a service gets from its host process, whether it runs alone or inside the all-in-one process. */
+export interface ServiceContext {
+  name: string;
+  env: NodeJS.ProcessEnv;
+  base: BaseEnv;
+  log: Logger;
+  metrics: Registry;
+  health: HealthRegistry;
+  connections: RedisConnections;
+  keys: Keyspace;
+  http: FastifyInstance;
+  /** Stable per process and service; consumers of one group must have distinct names. */
+  consumerName: string;
+  consumerSettings: StreamConsumerSettings;
+}
+
+export interface RunningService {
+  stop(): Promise<void>;
+}
+
+export interface ServiceDefinition {
+  name: string;
+  /** Parses and checks the service's own configuration without side effects; throws ConfigError when wrong. */
+  checkConfig(env: NodeJS.ProcessEnv): void;
+  start(context: ServiceContext): Promise<RunningService>;
+}
+
+export function consumerSettingsOf(base: BaseEnv): StreamConsumerSettings {
+  return {
+    batchSize: base.STREAM_BATCH_SIZE,
+    blockMs: base.STREAM_BLOCK_MS,
+    claimMinIdleMs: base.STREAM_CLAIM_MIN_IDLE_MS,
+    maxDeliveries: base.STREAM_MAX_DELIVERIES,
+    retryDelayMs: base.STREAM_RETRY_DELAY_MS,
+  };
+}

@@ -1,0 +1,190 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createMetricsRegistry } from "../metrics/registry.js";
+import { StreamConsumer, type StreamConsumerSettings } from "./stream-consumer.js";
+import { appendToStream } from "./stream-writer.js";
+import { TsProcess } from "../../test/helpers/child-process.js";
+import { createTestRedis, testLog, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
+
+const stream = { name: "test.jobs", schema: z.object({ businessId: z.string() }) };
+const fast: StreamConsumerSettings = {
+  batchSize: 10,
+  blockMs: 100,
+  claimMinIdleMs: 300,
+  maxDeliveries: 3,
+  retryDelayMs: 20,
+};
+
+let t: TestRedis;
+const running: Array<{ stop(): Promise<void> }> = [];
+const children: TsProcess[] = [];
+
+beforeEach(() => {
+  t = createTestRedis("consumer");
+});
+
+afterEach(async () => {
+  for (const consumer of running.splice(0)) await consumer.stop();
+  for (const child of children.splice(0)) await child.kill();
+  await t.cleanup();
+});
+
+function consumerOf(name: string, handle: (id: string) => Promise<void>, settings = fast) {
+  const consumer = new StreamConsumer({
+    connections: t.connections,
+    keys: t.keys,
+    stream,
+    group: "workers",
+    consumer: name,
+    settings,
+    log: testLog,
+    metrics: createMetricsRegistry(),
+    handle: ({ payload }) => handle(payload.businessId),
+  });
+  running.push(consumer);
+  return consumer;
+}
+
+/** An idempotent handler keyed on business identity, counting attempts so double processing would show. */
+const idempotentHandler =
+  (consumerName: string, delayMs = 0) =>
+  async (businessId: string) => {
+    await t.redis.incr(t.keys.key("attempts", businessId));
+    if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    await t.redis.set(t.keys.key("done", businessId), consumerName, "NX");
+  };
+
+async function addJobs(count: number): Promise<string[]> {
+  const ids = Array.from({ length: count }, (_, index) => `job-${index}`);
+  for (const businessId of ids) await appendToStream(t.redis, t.keys, stream, { businessId });
+  return ids;
+}
+
+const doneCount = async () => (await t.redis.keys(`${t.keys.prefix}:done:*`)).length;
+const pendingCount = async () =>
+  Number(((await t.redis.xpending(t.keys.stream(stream.name), "workers")) as [number])[0]);
+
+function spawnChild(name: string, delayMs: number): TsProcess {
+  const child = new TsProcess("test/fixtures/stream-consumer-child.ts", {
+    REDIS_URL: t.url,
+    KEY_PREFIX: t.keys.prefix,
+    CONSUMER_NAME: name,
+    HANDLER_DELAY_MS: String(delayMs),
+  });
+  children.push(child);
+  return child;
+}
+
+describe("stream consumer", () => {
+  it("processes every entry once and acks it", async () => {
+    const ids = await addJobs(25);
+    await consumerOf("c1", idempotentHandler("c1")).start();
+    expect(await waitFor(doneCount, (n) => n === ids.length)).toBe(25);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+  });
+
+  it("redelivers a SIGKILLed consumer's in-flight batch to the same consumer after restart (own pending first)", async () => {
+    await addJobs(8);
+    const child = spawnChild("stable-name", 300);
+    await child.waitForOutput("consumer-ready");
+    await waitFor(doneCount, (n) => n >= 2, { timeoutMs: 15_000 });
+    await child.kill("SIGKILL");
+    const doneBefore = await doneCount();
+    expect(doneBefore).toBeLessThan(8);
+    expect(await pendingCount()).toBeGreaterThan(0);
+
+    const again = spawnChild("stable-name", 0);
+    await again.waitForOutput("consumer-ready");
+    expect(await waitFor(doneCount, (n) => n === 8, { timeoutMs: 15_000 })).toBe(8);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+  });
+
+  it("lets another consumer reclaim a dead consumer's stale entries, with no double processing visible", async () => {
+    await addJobs(6);
+    const child = spawnChild("doomed", 400);
+    await child.waitForOutput("consumer-ready");
+    await waitFor(doneCount, (n) => n >= 1, { timeoutMs: 15_000 });
+    await child.kill("SIGKILL");
+
+    await consumerOf("survivor", idempotentHandler("survivor")).start();
+    expect(await waitFor(doneCount, (n) => n === 6, { timeoutMs: 15_000 })).toBe(6);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+    const owners = await Promise.all(
+      Array.from({ length: 6 }, (_, index) => t.redis.get(t.keys.key("done", `job-${index}`))),
+    );
+    expect(owners.filter((owner) => owner === "survivor").length).toBeGreaterThan(0);
+    expect(owners.every((owner) => owner === "doomed" || owner === "survivor")).toBe(true);
+  });
+
+  it("dead-letters an entry after maxDeliveries failures with its error, and keeps going", async () => {
+    await appendToStream(t.redis, t.keys, stream, { businessId: "poison" });
+    await addJobs(3);
+    let attempts = 0;
+    await consumerOf("c1", async (businessId) => {
+      if (businessId === "poison") {
+        attempts += 1;
+        throw new Error("engine exploded");
+      }
+      await idempotentHandler("c1")(businessId);
+    }).start();
+
+    const dlq = t.keys.deadLetter(stream.name);
+    const dead = await waitFor(
+      () => t.redis.xrange(dlq, "-", "+"),
+      (entries) => entries.length === 1,
+    );
+    expect(dead).toHaveLength(1);
+    const fields = dead[0]?.[1] ?? [];
+    expect(fields).toContain("engine exploded");
+    expect(fields[fields.indexOf("deliveries") + 1]).toBe("3");
+    expect(attempts).toBe(3);
+    expect(await waitFor(doneCount, (n) => n === 3)).toBe(3);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+  });
+
+  it("dead-letters malformed and schema-invalid payloads at once, without calling the handler", async () => {
+    const key = t.keys.stream(stream.name);
+    await t.redis.xadd(key, "*", "payload", "{not json");
+    await t.redis.xadd(key, "*", "payload", JSON.stringify({ businessId: 42 }));
+    await t.redis.xadd(key, "*", "other", "x");
+    let calls = 0;
+    await consumerOf("c1", async () => void (calls += 1)).start();
+    const dead = await waitFor(
+      () => t.redis.xrange(t.keys.deadLetter(stream.name), "-", "+"),
+      (e) => e.length === 3,
+    );
+    expect(dead.map(([, fields]) => fields[fields.indexOf("error") + 1])).toEqual([
+      expect.stringMatching(/^INVALID_PAYLOAD: malformed JSON/),
+      expect.stringMatching(/^INVALID_PAYLOAD: businessId/),
+      expect.stringMatching(/^INVALID_PAYLOAD: missing field/),
+    ]);
+    expect(calls).toBe(0);
+  });
+
+  it("drains gracefully on stop: the in-flight entry finishes and is acked", async () => {
+    await addJobs(1);
+    const consumer = consumerOf("c1", idempotentHandler("c1", 400));
+    await consumer.start();
+    await waitFor(
+      () => t.redis.get(t.keys.key("attempts", "job-0")),
+      (value) => value === "1",
+    );
+    running.splice(running.indexOf(consumer), 1);
+    await consumer.stop();
+    expect(await doneCount()).toBe(1);
+    expect(await pendingCount()).toBe(0);
+  });
+
+  it("drains gracefully on SIGTERM in a separate process", async () => {
+    await addJobs(2);
+    const child = spawnChild("term", 300);
+    await child.waitForOutput("consumer-ready");
+    await waitFor(
+      () => t.redis.get(t.keys.key("attempts", "job-0")),
+      (value) => value === "1",
+    );
+    expect(await child.kill("SIGTERM")).toBe(0);
+    expect(child.log).toContain("consumer-drained");
+    expect(await pendingCount()).toBe(0);
+  });
+});

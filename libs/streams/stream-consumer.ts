@@ -1,0 +1,289 @@
+import type { Redis } from "ioredis";
+import type { z } from "zod";
+import type { Logger } from "../logging/logger.js";
+import type { Keyspace } from "../redis/keyspace.js";
+import type { RedisConnections } from "../redis/connections.js";
+import { StreamMetrics } from "./stream-metrics.js";
+import { ensureConsumerGroup, PAYLOAD_FIELD } from "./stream-writer.js";
+import type { Registry } from "prom-client";
+
+export interface StreamEntry<T> {
+  id: string;
+  payload: T;
+  /** How many times this entry has been delivered, this delivery included. */
+  deliveries: number;
+}
+
+export interface StreamConsumerSettings {
+  batchSize: number;
+  blockMs: number;
+  claimMinIdleMs: number;
+  maxDeliveries: number;
+  retryDelayMs: number;
+}
+
+export interface StreamConsumerOptions<S extends z.ZodType> {
+  connections: RedisConnections;
+  keys: Keyspace;
+  stream: { name: string; schema: S };
+  group: string;
+  consumer: string;
+  settings: StreamConsumerSettings;
+  log: Logger;
+  metrics: Registry;
+  /** Must make its state change and downstream emit durable before returning; the entry is acked afterwards. */
+  handle: (entry: StreamEntry<z.infer<S>>) => Promise<void>;
+}
+
+type RawEntry = [id: string, fields: string[]];
+
+/**
+ * A consumer-group reader with at-least-once delivery: own pending entries first, then new ones; ack only after
+ * the handler succeeded; stale entries of dead consumers reclaimed with XAUTOCLAIM; poison and repeatedly failing
+ * entries moved to `<stream>:dlq` with their error. Handlers are keyed on business identity, so redelivery is safe.
+ */
+export class StreamConsumer<S extends z.ZodType> {
+  private readonly streamKey: string;
+  private readonly deadLetterKey: string;
+  private readonly reader: Redis;
+  private readonly metrics: StreamMetrics;
+  private readonly lastErrors = new Map<string, string>();
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private lastBeatAt = Date.now();
+  private nextClaimAt = 0;
+
+  constructor(private readonly options: StreamConsumerOptions<S>) {
+    this.streamKey = options.keys.stream(options.stream.name);
+    this.deadLetterKey = options.keys.deadLetter(options.stream.name);
+    this.reader = options.connections.blocking(`${options.stream.name}/${options.group}`);
+    this.metrics = StreamMetrics.of(options.metrics);
+    this.metrics.watch({
+      redis: options.connections.command,
+      streamKey: this.streamKey,
+      stream: options.stream.name,
+      group: options.group,
+      deadLetterKey: this.deadLetterKey,
+    });
+  }
+
+  get name(): string {
+    return `${this.options.stream.name}/${this.options.group}`;
+  }
+
+  async start(): Promise<void> {
+    await ensureConsumerGroup(this.options.connections.command, this.streamKey, this.options.group);
+    this.loop = this.run();
+  }
+
+  /** True while the read loop keeps turning (used by /healthz). */
+  isAlive(now = Date.now()): boolean {
+    return this.loop !== undefined && now - this.lastBeatAt < this.options.settings.blockMs * 3 + 5_000;
+  }
+
+  async groupExists(): Promise<boolean> {
+    try {
+      const groups = (await this.options.connections.command.xinfo("GROUPS", this.streamKey)) as unknown[][];
+      return groups.some((fields) => fields[1] === this.options.group);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Graceful drain: stop reading, let the in-flight batch finish and be acked, then return. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.loop;
+    this.reader.disconnect();
+  }
+
+  private async run(): Promise<void> {
+    let pendingCursor: string | undefined = "0";
+    while (!this.stopping) {
+      this.lastBeatAt = Date.now();
+      try {
+        if (Date.now() >= this.nextClaimAt) await this.reclaimStale();
+        const reading: string = pendingCursor ?? ">";
+        const entries = await this.read(reading);
+        if (pendingCursor !== undefined && entries.length === 0) {
+          pendingCursor = undefined;
+          continue;
+        }
+        const failures = await this.handleBatch(entries, reading !== ">");
+        if (pendingCursor !== undefined) pendingCursor = entries.at(-1)?.[0];
+        if (failures > 0) {
+          pendingCursor = "0";
+          await sleep(this.options.settings.retryDelayMs);
+        }
+      } catch (error) {
+        if (this.stopping) break;
+        this.options.log.error(
+          { err: errorMessage(error), consumer: this.name },
+          "stream read failed; retrying",
+        );
+        await sleep(Math.max(this.options.settings.retryDelayMs, 200));
+        pendingCursor = "0";
+      }
+    }
+  }
+
+  private async read(cursor: string): Promise<RawEntry[]> {
+    const { group, consumer, settings } = this.options;
+    const block = cursor === ">" ? ["BLOCK", settings.blockMs] : [];
+    const reply = (await this.reader.call(
+      "XREADGROUP",
+      "GROUP",
+      group,
+      consumer,
+      "COUNT",
+      settings.batchSize,
+      ...block,
+      "STREAMS",
+      this.streamKey,
+      cursor,
+    )) as [string, RawEntry[]][] | null;
+    return (reply?.[0]?.[1] ?? []).filter((entry) => entry[1] !== null);
+  }
+
+  /** Entries of consumers that died mid-batch become ours after they sat idle long enough. */
+  private async reclaimStale(): Promise<void> {
+    const { group, consumer, settings } = this.options;
+    this.nextClaimAt = Date.now() + Math.max(settings.claimMinIdleMs / 2, 100);
+    const reply = (await this.options.connections.command.call(
+      "XAUTOCLAIM",
+      this.streamKey,
+      group,
+      consumer,
+      settings.claimMinIdleMs,
+      "0",
+      "COUNT",
+      settings.batchSize,
+    )) as [string, RawEntry[], string[]];
+    const claimed = (reply[1] ?? []).filter((entry) => entry[1] !== null);
+    if (claimed.length > 0) {
+      this.options.log.info({ consumer: this.name, count: claimed.length }, "reclaimed stale entries");
+      await this.handleBatch(claimed, true);
+    }
+  }
+
+  private async handleBatch(entries: RawEntry[], redelivered: boolean): Promise<number> {
+    const deliveries = redelivered ? await this.deliveryCounts(entries) : new Map<string, number>();
+    let failures = 0;
+    for (const [id, fields] of entries) {
+      const ok = await this.handleEntry(id, fields, deliveries.get(id) ?? 1);
+      if (!ok) failures += 1;
+    }
+    return failures;
+  }
+
+  private async handleEntry(id: string, fields: string[], deliveries: number): Promise<boolean> {
+    const labels = { stream: this.options.stream.name, group: this.options.group };
+    const raw = fieldValue(fields, PAYLOAD_FIELD);
+    const parsed = parsePayload(this.options.stream.schema, raw);
+    if (!parsed.ok) {
+      await this.deadLetter(id, raw, `INVALID_PAYLOAD: ${parsed.error}`, deliveries);
+      return true;
+    }
+    if (deliveries > this.options.settings.maxDeliveries) {
+      await this.deadLetter(id, raw, this.lastErrors.get(id) ?? "MAX_DELIVERIES: exceeded", deliveries);
+      return true;
+    }
+    const stopTimer = this.metrics.duration.startTimer(labels);
+    try {
+      await this.options.handle({ id, payload: parsed.value, deliveries });
+      await this.options.connections.command.xack(this.streamKey, this.options.group, id);
+      this.lastErrors.delete(id);
+      this.metrics.processed.inc(labels);
+      return true;
+    } catch (error) {
+      const message = errorMessage(error);
+      this.metrics.failed.inc(labels);
+      this.lastErrors.set(id, message);
+      this.options.log.warn({ consumer: this.name, id, deliveries, err: message }, "stream handler failed");
+      if (deliveries >= this.options.settings.maxDeliveries)
+        await this.deadLetter(id, raw, message, deliveries);
+      return false;
+    } finally {
+      stopTimer();
+    }
+  }
+
+  private async deadLetter(
+    id: string,
+    raw: string | undefined,
+    error: string,
+    deliveries: number,
+  ): Promise<void> {
+    const { group, stream } = this.options;
+    await this.options.connections.command
+      .multi()
+      .xadd(
+        this.deadLetterKey,
+        "*",
+        PAYLOAD_FIELD,
+        raw ?? "",
+        "originalId",
+        id,
+        "stream",
+        stream.name,
+        "group",
+        group,
+        "error",
+        error.slice(0, 2_000),
+        "deliveries",
+        String(deliveries),
+        "failedAt",
+        new Date().toISOString(),
+      )
+      .xack(this.streamKey, group, id)
+      .exec();
+    this.lastErrors.delete(id);
+    this.metrics.deadLettered.inc({ stream: stream.name, group });
+    this.options.log.error({ consumer: this.name, id, error }, "stream entry dead-lettered");
+  }
+
+  private async deliveryCounts(entries: RawEntry[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    if (entries.length === 0) return counts;
+    const first = entries[0]?.[0] as string;
+    const last = entries.at(-1)?.[0] as string;
+    const pending = (await this.options.connections.command.xpending(
+      this.streamKey,
+      this.options.group,
+      first,
+      last,
+      entries.length * 2,
+    )) as [string, string, number, number][];
+    for (const [id, , , count] of pending) counts.set(id, Number(count));
+    return counts;
+  }
+}
+
+function fieldValue(fields: string[], name: string): string | undefined {
+  for (let index = 0; index + 1 < fields.length; index += 2)
+    if (fields[index] === name) return fields[index + 1];
+  return undefined;
+}
+
+function parsePayload<S extends z.ZodType>(
+  schema: S,
+  raw: string | undefined,
+): { ok: true; value: z.infer<S> } | { ok: false; error: string } {
+  if (raw === undefined) return { ok: false, error: `missing field '${PAYLOAD_FIELD}'` };
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    return { ok: false, error: `malformed JSON: ${errorMessage(error)}` };
+  }
+  const result = schema.safeParse(json);
+  if (result.success) return { ok: true, value: result.data };
+  const issue = result.error.issues[0];
+  return { ok: false, error: `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}` };
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["libs/**/*.test.ts", "services/**/*.test.ts", "test/**/*.test.ts"],
+    globalSetup: ["test/setup/redis-global-setup.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+    fileParallelism: true,
+    maxWorkers: 2,
+  },
+});
