@@ -12,7 +12,8 @@ export class TsProcess {
 
   constructor(
     readonly entry: string,
-    readonly env: Record<string, string>,
+    /** Merged over this process's environment; a variable set to undefined is removed. */
+    readonly env: Record<string, string | undefined>,
     readonly args: string[] = [],
   ) {
     this.child = this.spawnChild();
@@ -40,6 +41,11 @@ export class TsProcess {
     }
   }
 
+  /** Resolves with the exit code once the process ends by itself. */
+  async exit(): Promise<number | null> {
+    return this.exited;
+  }
+
   async kill(signal: NodeJS.Signals = "SIGKILL"): Promise<number | null> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
     return this.exited;
@@ -57,7 +63,7 @@ export class TsProcess {
       ["--import", "tsx", resolve(projectRoot, this.entry), ...this.args],
       {
         cwd: projectRoot,
-        env: { ...process.env, ...this.env },
+        env: childEnv(this.env),
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -72,4 +78,10 @@ export class TsProcess {
   private exitOf(child: ChildProcess): Promise<number | null> {
     return new Promise((resolveExit) => child.once("exit", (code) => resolveExit(code)));
   }
+}
+
+function childEnv(overrides: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...overrides };
+  for (const [name, value] of Object.entries(overrides)) if (value === undefined) delete env[name];
+  return env;
 }
