@@ -1,0 +1,76 @@
+import { parseConfig } from "../../libs/config/load-config.js";
+import { STREAMS } from "../../libs/contract/streams.js";
+import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { loadAgentsFile } from "./agents-file.js";
+import { engineRunnerEnvSchema } from "./config.js";
+import { DeliveryMarkers } from "./delivery-marker.js";
+import { DispatchRouter, type HostedAgent } from "./dispatch-router.js";
+import { ProcessAgent } from "./process-agent.js";
+import { RunnerMetrics } from "./runner-metrics.js";
+import { TranscriptAgent } from "./transcript-agent.js";
+
+/** Hosts the engines of one machine: `harness.dispatch` in, `engine.records` out (raw frames, untouched). */
+export const engineRunnerService: ServiceDefinition = {
+  name: "engine-runner",
+
+  checkConfig(env) {
+    const config = parseConfig(engineRunnerEnvSchema, env);
+    loadAgentsFile(config.AGENTS_FILE, config.MACHINE_ID);
+  },
+
+  async start(ctx) {
+    const config = parseConfig(engineRunnerEnvSchema, ctx.env);
+    const { machineId, agents } = loadAgentsFile(config.AGENTS_FILE, config.MACHINE_ID);
+    const metrics = RunnerMetrics.of(ctx.metrics);
+    const deps = {
+      redis: ctx.connections.command,
+      keys: ctx.keys,
+      metrics,
+      log: ctx.log,
+      markers: new DeliveryMarkers(ctx.connections.command, ctx.keys, config.DELIVERY_MARKER_TTL_SECONDS),
+    };
+    const hosted = new Map<string, HostedAgent>();
+    for (const agent of agents) {
+      const host =
+        agent.path !== undefined && (agent.engine === "claude-transcript" || agent.engine === "codex-rollout")
+          ? new TranscriptAgent(deps, { ...agent, path: agent.path }, config.TRANSCRIPT_POLL_MS)
+          : new ProcessAgent(
+              deps,
+              { ...agent, command: agent.command ?? [] },
+              {
+                restartMinMs: config.ENGINE_RESTART_MIN_MS,
+                restartMaxMs: config.ENGINE_RESTART_MAX_MS,
+                stableMs: config.ENGINE_STABLE_MS,
+                readyTimeoutMs: config.DISPATCH_READY_TIMEOUT_MS,
+              },
+            );
+      await host.start();
+      hosted.set(agent.agentId, host);
+    }
+
+    const router = new DispatchRouter(machineId, hosted, metrics);
+    const consumer = new StreamConsumer({
+      connections: ctx.connections,
+      keys: ctx.keys,
+      stream: STREAMS.harnessDispatch,
+      group: `engine-runner.${machineId}`,
+      consumer: ctx.consumerName,
+      settings: ctx.consumerSettings,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      handle: (entry) => router.handle(entry.payload),
+    });
+    await consumer.start();
+    ctx.health.addLiveness(consumer.name, () => consumer.isAlive());
+    ctx.health.addReadiness("agents", async () => [...hosted.values()].every((agent) => agent.isRunning()));
+    ctx.log.info({ machineId, agents: [...hosted.keys()] }, "engine-runner hosting agents");
+
+    return {
+      async stop() {
+        await consumer.stop();
+        await Promise.all([...hosted.values()].map((agent) => agent.stop()));
+      },
+    };
+  },
+};

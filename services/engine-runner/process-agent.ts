@@ -1,0 +1,191 @@
+import { randomUUID } from "node:crypto";
+import type { AgentConfig } from "../../libs/contract/engine.js";
+import type { HarnessDispatch } from "../../libs/contract/streams.js";
+import type { DeliveryMarkers } from "./delivery-marker.js";
+import { EngineProcess } from "./engine-process.js";
+import { ClaudeStreamJsonSession } from "./protocols/claude-stream-json.js";
+import { CodexAppServerSession } from "./protocols/codex-app-server.js";
+import { outboundInput, type EngineSession, type Transmit } from "./protocols/engine-session.js";
+import { RuntimeRecordLog, type RecordLogDeps } from "./runtime-record-log.js";
+
+export interface ProcessAgentSettings {
+  restartMinMs: number;
+  restartMaxMs: number;
+  stableMs: number;
+  readyTimeoutMs: number;
+}
+
+interface Runtime {
+  log: RuntimeRecordLog;
+  process: EngineProcess;
+  session: EngineSession;
+  startedAt: number;
+  ready: boolean;
+}
+
+/**
+ * Keeps one engine process alive for one agent (restart with backoff after every exit, a new runtimeId per spawn)
+ * and writes dispatched inputs to it with our ids as the engine's correlation ids. Every frame is recorded before
+ * it is written; the delivery marker makes a redelivered dispatch write nothing twice.
+ */
+export class ProcessAgent {
+  private current: Runtime | undefined;
+  private latestLog: RuntimeRecordLog | undefined;
+  private backoffMs: number;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private spawnCount = 0;
+  private readonly stateKey: string;
+  private readonly identity: { agentId: string; machineId: string; engine: AgentConfig["engine"] };
+
+  constructor(
+    private readonly deps: RecordLogDeps & { markers: DeliveryMarkers },
+    private readonly agent: AgentConfig & { command: string[] },
+    private readonly settings: ProcessAgentSettings,
+  ) {
+    this.backoffMs = settings.restartMinMs;
+    this.stateKey = `${deps.keys.agent(agent.agentId)}:runner:runtime`;
+    this.identity = { agentId: agent.agentId, machineId: agent.machineId, engine: agent.engine };
+  }
+
+  async start(): Promise<void> {
+    await this.closeLostRuntime();
+    this.spawnRuntime();
+  }
+
+  isRunning(): boolean {
+    return this.current?.ready === true && this.current.process.running;
+  }
+
+  async deliver(dispatch: HarnessDispatch): Promise<void> {
+    const { agentId } = this.agent;
+    const claim = await this.deps.markers.claim(agentId, dispatch.deliveryId);
+    if (!claim.writable) {
+      this.deps.metrics.dispatchSkipped.inc({ agent: agentId, reason: claim.state });
+      return;
+    }
+    const runtime = await this.readyRuntime();
+    if (!runtime) {
+      const log =
+        this.latestLog ?? new RuntimeRecordLog(this.deps, this.identity, randomUUID(), this.stateKey);
+      await log.append({
+        type: "undeliverable",
+        deliveryId: dispatch.deliveryId,
+        deviceId: dispatch.deviceId,
+        idempotencyKey: dispatch.idempotencyKey,
+        reason: "ENGINE_NOT_RUNNING",
+      });
+      await this.deps.markers.advance(agentId, dispatch.deliveryId, "undeliverable");
+      this.deps.metrics.undeliverable.inc({ agent: agentId, reason: "ENGINE_NOT_RUNNING" });
+      return;
+    }
+    const frame =
+      dispatch.kind === "input"
+        ? await runtime.session.inputFrame(dispatch)
+        : runtime.session.stopFrame(dispatch);
+    await runtime.log.append({
+      type: "outbound",
+      raw: frame.raw,
+      input: outboundInput(dispatch, frame.mode),
+    });
+    await this.deps.markers.advance(agentId, dispatch.deliveryId, "recorded");
+    runtime.process.write(frame.raw);
+    await this.deps.markers.advance(agentId, dispatch.deliveryId, "written");
+    this.deps.metrics.inputsWritten.inc({ agent: agentId, kind: dispatch.kind, mode: frame.mode });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const runtime = this.current;
+    if (!runtime) return;
+    const closed = new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (!runtime.process.running) {
+          clearInterval(check);
+          resolve();
+        }
+      }, 20);
+    });
+    runtime.process.kill("SIGTERM");
+    const forced = setTimeout(() => runtime.process.kill("SIGKILL"), 3_000);
+    await closed;
+    clearTimeout(forced);
+    await runtime.log.drained();
+  }
+
+  /** A runner killed without warning leaves its last runtime open; it ended with that runner, so close it. */
+  private async closeLostRuntime(): Promise<void> {
+    const state = await this.deps.redis.hgetall(this.stateKey);
+    if (!state.runtimeId) return;
+    const log = new RuntimeRecordLog(
+      this.deps,
+      this.identity,
+      state.runtimeId,
+      this.stateKey,
+      Number(state.seq ?? 0),
+    );
+    await log.append({ type: "runtime_exited", code: null, signal: null }, "clear");
+    this.deps.log.info(
+      { agentId: this.agent.agentId, runtimeId: state.runtimeId },
+      "closed runtime lost with the previous runner",
+    );
+  }
+
+  private spawnRuntime(): void {
+    if (this.stopping) return;
+    if (this.spawnCount++ > 0) this.deps.metrics.engineRestarts.inc({ agent: this.agent.agentId });
+    const log = new RuntimeRecordLog(this.deps, this.identity, randomUUID(), this.stateKey);
+    const transmit: Transmit = async (raw, input) => {
+      await log.append({ type: "outbound", raw, ...(input ? { input } : {}) });
+      engine.write(raw);
+    };
+    const session: EngineSession =
+      this.agent.engine === "codex-app-server"
+        ? new CodexAppServerSession(transmit)
+        : new ClaudeStreamJsonSession();
+    const engine = new EngineProcess(this.agent.command, {
+      line: (line) => {
+        void log.append({ type: "inbound", raw: line });
+        session.observe(line);
+      },
+      stderr: (text) =>
+        this.deps.log.debug({ agentId: this.agent.agentId, stderr: text.slice(0, 2_000) }, "engine stderr"),
+      closed: (exit) => void this.runtimeEnded(runtime, exit),
+    });
+    const runtime: Runtime = { log, process: engine, session, startedAt: Date.now(), ready: false };
+    if (engine.pid === undefined) return;
+    this.current = runtime;
+    this.latestLog = log;
+    void log.append({ type: "runtime_started", pid: engine.pid });
+    session.start().then(
+      () => (runtime.ready = true),
+      (error: unknown) =>
+        this.deps.log.warn({ agentId: this.agent.agentId, err: String(error) }, "engine handshake failed"),
+    );
+  }
+
+  private async runtimeEnded(
+    runtime: Runtime,
+    exit: { code: number | null; signal: string | null; spawned: boolean; error?: string },
+  ): Promise<void> {
+    if (this.current === runtime) this.current = undefined;
+    if (exit.spawned)
+      await runtime.log.append({ type: "runtime_exited", code: exit.code, signal: exit.signal }, "clear");
+    this.deps.log.info({ agentId: this.agent.agentId, ...exit }, "engine runtime ended");
+    if (this.stopping) return;
+    if (Date.now() - runtime.startedAt >= this.settings.stableMs) this.backoffMs = this.settings.restartMinMs;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.settings.restartMaxMs);
+    this.restartTimer = setTimeout(() => this.spawnRuntime(), delay);
+  }
+
+  private async readyRuntime(): Promise<Runtime | undefined> {
+    const deadline = Date.now() + this.settings.readyTimeoutMs;
+    while (!this.isRunning()) {
+      if (Date.now() > deadline || this.stopping) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return this.current;
+  }
+}

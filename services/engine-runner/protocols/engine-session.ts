@@ -1,0 +1,76 @@
+import type { z } from "zod";
+import type { ReceiptInput } from "../../../libs/contract/receipt.js";
+import type { dispatchInputSchema, dispatchStopSchema } from "../../../libs/contract/streams.js";
+
+export type DispatchInput = z.infer<typeof dispatchInputSchema>;
+export type DispatchStop = z.infer<typeof dispatchStopSchema>;
+export type InputMode = ReceiptInput["mode"];
+
+/** One frame to write, with how the input was handed to the engine (receipt.input.mode). */
+export interface PlannedFrame {
+  raw: string;
+  mode: InputMode;
+}
+
+/** Link from an outbound record to the reservation it carries (engine.records `outbound.input`). */
+export interface OutboundInput {
+  deliveryId: string;
+  deviceId: string;
+  idempotencyKey: string;
+  kind: "input" | "stop";
+  text?: string;
+  mode: InputMode;
+}
+
+/** Records a frame as outbound, then writes it to the engine (never written-but-unrecorded). */
+export type Transmit = (raw: string, input?: OutboundInput) => Promise<void>;
+
+/**
+ * The runner's view of one engine runtime speaking one protocol: it builds frames with our ids as the engine's
+ * own correlation ids and follows the engine's frames to know whether a turn is running.
+ */
+export interface EngineSession {
+  /** Resolves when inputs may be written (after the protocol handshake, if any). */
+  start(): Promise<void>;
+  /** Every line the engine printed, in order. */
+  observe(line: string): void;
+  inputFrame(input: DispatchInput): Promise<PlannedFrame>;
+  stopFrame(stop: DispatchStop): PlannedFrame;
+}
+
+export function outboundInput(dispatch: DispatchInput | DispatchStop, mode: InputMode): OutboundInput {
+  return {
+    deliveryId: dispatch.deliveryId,
+    deviceId: dispatch.deviceId,
+    idempotencyKey: dispatch.idempotencyKey,
+    kind: dispatch.kind,
+    ...(dispatch.kind === "input" ? { text: dispatch.text } : {}),
+    mode,
+  };
+}
+
+/** Engine lines are JSON objects; anything else (a stray log line) is recorded but carries no state. */
+export function parseFrame(line: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function objectField(value: unknown, name: string): Record<string, unknown> | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const field = (value as Record<string, unknown>)[name];
+  return typeof field === "object" && field !== null && !Array.isArray(field)
+    ? (field as Record<string, unknown>)
+    : undefined;
+}
+
+export function stringField(value: unknown, name: string): string | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const field = (value as Record<string, unknown>)[name];
+  return typeof field === "string" ? field : undefined;
+}

@@ -1,0 +1,61 @@
+import { Counter, type Registry } from "prom-client";
+
+/** The runner's own counters; records appended are labelled by agent and by what kind of record they are. */
+export class RunnerMetrics {
+  readonly recordsAppended: Counter<"agent" | "direction">;
+  readonly engineRestarts: Counter<"agent">;
+  readonly inputsWritten: Counter<"agent" | "kind" | "mode">;
+  readonly dispatchIgnored: Counter<"reason">;
+  readonly dispatchSkipped: Counter<"agent" | "reason">;
+  readonly undeliverable: Counter<"agent" | "reason">;
+
+  private constructor(registry: Registry) {
+    this.recordsAppended = new Counter({
+      name: "engine_records_appended_total",
+      help: "Records appended to engine.records, by agent and direction (inbound, outbound, handed_over, undeliverable, lifecycle).",
+      labelNames: ["agent", "direction"],
+      registers: [registry],
+    });
+    this.engineRestarts = new Counter({
+      name: "engine_runtime_restarts_total",
+      help: "Engine processes started again after their previous runtime ended.",
+      labelNames: ["agent"],
+      registers: [registry],
+    });
+    this.inputsWritten = new Counter({
+      name: "engine_inputs_written_total",
+      help: "Inputs and stops written to an engine's stdin (or handed over to a transcript-tail agent).",
+      labelNames: ["agent", "kind", "mode"],
+      registers: [registry],
+    });
+    this.dispatchIgnored = new Counter({
+      name: "engine_runner_dispatch_ignored_total",
+      help: "harness.dispatch entries acked without action because this runner does not host the agent.",
+      labelNames: ["reason"],
+      registers: [registry],
+    });
+    this.dispatchSkipped = new Counter({
+      name: "engine_runner_dispatch_skipped_total",
+      help: "Redelivered dispatches not written again because their delivery marker shows they were recorded.",
+      labelNames: ["agent", "reason"],
+      registers: [registry],
+    });
+    this.undeliverable = new Counter({
+      name: "engine_runner_undeliverable_total",
+      help: "Dispatches recorded as undeliverable (proven never handed to the engine).",
+      labelNames: ["agent", "reason"],
+      registers: [registry],
+    });
+  }
+
+  private static readonly byRegistry = new WeakMap<Registry, RunnerMetrics>();
+
+  static of(registry: Registry): RunnerMetrics {
+    let metrics = RunnerMetrics.byRegistry.get(registry);
+    if (!metrics) {
+      metrics = new RunnerMetrics(registry);
+      RunnerMetrics.byRegistry.set(registry, metrics);
+    }
+    return metrics;
+  }
+}

@@ -1,0 +1,108 @@
+import type { Redis } from "ioredis";
+import type { EngineKind } from "../../libs/contract/engine.js";
+import { STREAMS, engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
+import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import type { RunnerMetrics } from "./runner-metrics.js";
+
+export type RecordBody = EngineRecord["record"];
+
+export interface AgentIdentity {
+  agentId: string;
+  machineId: string;
+  engine: EngineKind;
+}
+
+export interface RecordLogDeps {
+  redis: Redis;
+  keys: Keyspace;
+  metrics: RunnerMetrics;
+  log: Logger;
+}
+
+/** Extra fields persisted with the runtime's position (a transcript's read offset), or "clear" when it ended. */
+export type RuntimeState = Record<string, string | number> | "clear";
+
+const DIRECTION: Record<RecordBody["type"], string> = {
+  inbound: "inbound",
+  outbound: "outbound",
+  handed_over: "handed_over",
+  undeliverable: "undeliverable",
+  runtime_started: "lifecycle",
+  runtime_exited: "lifecycle",
+};
+
+/**
+ * The `engine.records` of one runtime: appends run strictly one after another, so stream order is seq order and
+ * seq is gap-free. Each append also persists the runtime's position (`stateKey`: runtimeId, last seq, and any
+ * extra state such as a read offset) in the same pipeline, so a restarted runner knows exactly what it appended.
+ */
+export class RuntimeRecordLog {
+  private seq: number;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly streamKey: string;
+
+  constructor(
+    private readonly deps: RecordLogDeps,
+    readonly agent: AgentIdentity,
+    readonly runtimeId: string,
+    private readonly stateKey: string,
+    startSeq = 0,
+  ) {
+    this.seq = startSeq;
+    this.streamKey = deps.keys.stream(STREAMS.engineRecords.name);
+  }
+
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Resolves once the record is durable in Redis. A Redis outage delays it (retried in order), never drops it. */
+  append(record: RecordBody, state: RuntimeState = {}): Promise<void> {
+    const entry = engineRecordSchema.parse({
+      ...this.agent,
+      runtimeId: this.runtimeId,
+      seq: ++this.seq,
+      receivedAt: Date.now(),
+      record,
+    });
+    const written = this.chain.then(() => this.write(entry, state));
+    this.chain = written;
+    return written;
+  }
+
+  /** Resolves when everything appended so far is durable. */
+  drained(): Promise<void> {
+    return this.chain;
+  }
+
+  private async write(entry: EngineRecord, state: RuntimeState): Promise<void> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const pipeline = this.deps.redis
+          .pipeline()
+          .xadd(this.streamKey, "*", PAYLOAD_FIELD, JSON.stringify(entry));
+        if (state === "clear") pipeline.del(this.stateKey);
+        else pipeline.hset(this.stateKey, { runtimeId: this.runtimeId, seq: entry.seq, ...state });
+        const results = await pipeline.exec();
+        const appendError = results?.[0]?.[0];
+        if (results && !appendError) {
+          this.deps.metrics.recordsAppended.inc({
+            agent: this.agent.agentId,
+            direction: DIRECTION[entry.record.type],
+          });
+          return;
+        }
+        throw appendError ?? new Error("pipeline discarded");
+      } catch (error) {
+        this.deps.log.warn(
+          { agentId: this.agent.agentId, seq: entry.seq, attempt, err: errorMessage(error) },
+          "engine record append failed; retrying in order",
+        );
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
+      }
+    }
+  }
+}
