@@ -1,0 +1,104 @@
+import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { STREAMS } from "../../libs/contract/streams.js";
+import { parseConfig } from "../../libs/config/load-config.js";
+import type { ServiceContext, ServiceDefinition } from "../../libs/service/service-context.js";
+import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { ttsDispatcherEnvSchema } from "./config.js";
+import { LampEventHandler } from "./lamp-event-handler.js";
+import { PlaybackQueue } from "./playback/playback-queue.js";
+import { PlaybackWorker } from "./playback/playback-worker.js";
+import { ResultDispatcher } from "./result-dispatcher.js";
+import { OsStoreReader } from "./store/os-store-reader.js";
+import { PlaybackStore } from "./store/playback-store.js";
+import { TtsMetrics } from "./tts-metrics.js";
+
+export const RESOLVED_GROUP = "tts-dispatcher";
+export const LAMP_EVENTS_GROUP = "tts-dispatcher-acks";
+
+/** os.resolved → outbox → BullMQ lamp-playback → the Lamp, plus the Lamp's acks and "say that again". */
+export const ttsDispatcherService: ServiceDefinition = {
+  name: "tts-dispatcher",
+  checkConfig(env) {
+    parseConfig(ttsDispatcherEnvSchema, env);
+  },
+  async start(ctx: ServiceContext) {
+    const config = parseConfig(ttsDispatcherEnvSchema, ctx.env);
+    const metrics = TtsMetrics.of(ctx.metrics);
+    const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
+    const store = new PlaybackStore(ctx.connections.command, ctx.keys);
+    const prefix = `${ctx.keys.prefix}:bull`;
+    const queue = new PlaybackQueue({
+      connection: ctx.connections.blocking("lamp-playback/queue"),
+      prefix,
+      maxAttempts: config.PLAYBACK_MAX_ATTEMPTS,
+      retryDelayMs: config.PLAYBACK_RETRY_DELAY_MS,
+      retentionMs: config.RESULT_RETENTION_MS,
+    });
+    metrics.watchQueue(() => queue.counts());
+    const speech = { speechMaxChars: config.SPEECH_MAX_CHARS };
+    const dispatcher = new ResultDispatcher({
+      reader,
+      store,
+      queue,
+      metrics,
+      log: ctx.log,
+      ...speech,
+      failureNoticeText: config.FAILURE_NOTICE_TEXT,
+      crashAt: config.crashAt,
+    });
+    const lampEvents = new LampEventHandler({ reader, store, queue, metrics, log: ctx.log, ...speech });
+    const worker = new PlaybackWorker({
+      connection: ctx.connections.blocking("lamp-playback/worker"),
+      prefix,
+      redis: ctx.connections.command,
+      keys: ctx.keys,
+      store,
+      metrics,
+      log: ctx.log,
+      concurrency: config.PLAYBACK_WORKER_CONCURRENCY,
+      ackTimeoutMs: config.PLAYBACK_ACK_TIMEOUT_MS,
+      lockDurationMs: config.PLAYBACK_LOCK_DURATION_MS,
+      stalledIntervalMs: config.PLAYBACK_STALLED_INTERVAL_MS,
+      crashAt: config.crashAt,
+    });
+    const consumers = [
+      new StreamConsumer({
+        ...consumerBasics(ctx),
+        stream: STREAMS.osResolved,
+        group: RESOLVED_GROUP,
+        handle: (entry) => dispatcher.dispatch(entry.payload),
+      }),
+      new StreamConsumer({
+        ...consumerBasics(ctx),
+        stream: LAMP_STREAMS.lampEvents,
+        group: LAMP_EVENTS_GROUP,
+        handle: (entry) => lampEvents.handle(entry.payload),
+      }),
+    ];
+    for (const consumer of consumers) {
+      await consumer.start();
+      ctx.health.addLiveness(consumer.name, () => consumer.isAlive());
+      ctx.health.addReadiness(consumer.name, () => consumer.groupExists());
+    }
+    worker.start();
+    ctx.health.addLiveness("lamp-playback/worker", () => worker.isRunning());
+    return {
+      async stop() {
+        for (const consumer of consumers) await consumer.stop();
+        await worker.stop();
+        await queue.close();
+      },
+    };
+  },
+};
+
+function consumerBasics(ctx: ServiceContext) {
+  return {
+    connections: ctx.connections,
+    keys: ctx.keys,
+    consumer: ctx.consumerName,
+    settings: ctx.consumerSettings,
+    log: ctx.log,
+    metrics: ctx.metrics,
+  };
+}

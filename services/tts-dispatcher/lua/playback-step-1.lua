@@ -1,0 +1,82 @@
+-- The playback state machine (KEYS[1] = device base B). One step of one playback, mirrored onto the result's
+-- outbox entry when the playback is the answer. Every transition stamps <state>At.
+--   claim <final?>   queued -> sending (returns the gateway holding the Lamp), or suppressed (target expired / newest
+--                    run cancelled since dispatch), or failed lamp_offline on the final attempt; a playback found in
+--                    sending was interrupted mid-send -> uncertain, and is never sent again
+--   ack-timeout      sending -> uncertain (ack_timeout)
+--   abandon          the job gave up: sending -> uncertain, queued -> failed (worker_lost)
+--   ack <state>      started/finished/interrupted: sending|uncertain -> played; rejected -> failed (lamp_rejected)
+-- Returns {verdict, state, reason, kind, gatewayId}; verdict: moved | settled | offline | stale | recorded | unknown.
+local base = KEYS[1]
+local op, id, now, arg = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local key = base .. ':playback:' .. id
+local state = redis.call('HGET', key, 'state')
+if not state then return {'unknown', '', '', '', ''} end
+local kind = redis.call('HGET', key, 'kind')
+local outboxKey = false
+if kind == 'answer' then outboxKey = base .. ':outbox:' .. redis.call('HGET', key, 'resultKey') end
+
+local function move(to, reason, gateway)
+  redis.call('HSET', key, 'state', to, to .. 'At', now, 'reason', reason)
+  if outboxKey then redis.call('HSET', outboxKey, 'state', to, to .. 'At', now, 'reason', reason) end
+  return {'moved', to, reason, kind, gateway or ''}
+end
+
+local function stay(verdict)
+  return {verdict, state, redis.call('HGET', key, 'reason') or '', kind, ''}
+end
+
+-- A later ack never loses to an earlier one arriving late (finished, then a delayed started).
+local ACK_RANK = {started = 1, finished = 2, interrupted = 2, rejected = 2}
+local function recordAck(ack)
+  local last = redis.call('HGET', key, 'lastAck')
+  if last and ACK_RANK[last] and ACK_RANK[last] >= ACK_RANK[ack] then return false end
+  redis.call('HSET', key, 'lastAck', ack, 'lastAckAt', now)
+  if outboxKey then redis.call('HSET', outboxKey, 'lastAck', ack, 'lastAckAt', now) end
+  return true
+end
+
+if op == 'claim' then
+  if state == 'sending' then return move('uncertain', 'send_interrupted') end
+  if state ~= 'queued' then return stay('settled') end
+  if kind ~= 'repeat' then
+    local expiresAt = tonumber(redis.call('HGET', key, 'voiceTargetExpiresAt') or '') or 0
+    if expiresAt <= tonumber(now) then return move('suppressed', 'expired') end
+    local newestRunId = redis.call('HGET', key, 'newestRunId')
+    if newestRunId and newestRunId ~= '' then
+      local cancelledAt = redis.call('HGET', base .. ':run:' .. newestRunId, 'cancelledAt')
+      if cancelledAt and cancelledAt ~= '' then return move('suppressed', 'cancelled') end
+    end
+  end
+  local gateway = redis.call('GET', base .. ':lamp-presence')
+  if not gateway then
+    if arg == 'final' then return move('failed', 'lamp_offline') end
+    return stay('offline')
+  end
+  redis.call('HSET', key, 'gatewayId', gateway)
+  return move('sending', '', gateway)
+end
+
+if op == 'ack-timeout' then
+  if state == 'sending' then return move('uncertain', 'ack_timeout') end
+  return stay('settled')
+end
+
+if op == 'abandon' then
+  if state == 'sending' then return move('uncertain', 'send_interrupted') end
+  if state == 'queued' then return move('failed', 'worker_lost') end
+  return stay('settled')
+end
+
+if op == 'ack' then
+  if not ACK_RANK[arg] then return redis.error_reply('INVALID_ACK ' .. tostring(arg)) end
+  if state == 'sending' or state == 'uncertain' then
+    recordAck(arg)
+    if arg == 'rejected' then return move('failed', 'lamp_rejected') end
+    return move('played', '')
+  end
+  if state == 'played' and arg ~= 'rejected' and recordAck(arg) then return stay('recorded') end
+  return stay('stale')
+end
+
+return redis.error_reply('UNKNOWN_OP ' .. tostring(op))

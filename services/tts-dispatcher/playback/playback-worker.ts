@@ -1,0 +1,162 @@
+import { Worker, type ConnectionOptions, type Job } from "bullmq";
+import type { Redis } from "ioredis";
+import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
+import type { PlaybackRecord, PlaybackState } from "../../../libs/contract/os-playback.js";
+import type { Logger } from "../../../libs/logging/logger.js";
+import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { errorMessage } from "../../../libs/streams/stream-consumer.js";
+import { appendToStream } from "../../../libs/streams/stream-writer.js";
+import type { CrashPoint } from "../config.js";
+import { crashIfAt } from "../crash-point.js";
+import type { PlaybackStore, StepResult } from "../store/playback-store.js";
+import type { TtsMetrics } from "../tts-metrics.js";
+import { PLAYBACK_QUEUE, playbackJobSchema, type PlaybackJob } from "./playback-queue.js";
+
+/** No Lamp connection: the command provably did not reach the Lamp, so BullMQ may retry it. */
+export class LampOfflineError extends Error {
+  readonly code = "LAMP_OFFLINE";
+  constructor(deviceId: string) {
+    super(`LAMP_OFFLINE: no live Lamp connection for ${deviceId}`);
+    this.name = "LampOfflineError";
+  }
+}
+
+export interface PlaybackWorkerOptions {
+  connection: ConnectionOptions;
+  prefix: string;
+  redis: Redis;
+  keys: Keyspace;
+  store: PlaybackStore;
+  metrics: TtsMetrics;
+  log: Logger;
+  concurrency: number;
+  ackTimeoutMs: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+  crashAt: CrashPoint | undefined;
+}
+
+const ACK_POLL_MS = 25;
+
+/**
+ * Sends one playback to the Lamp at most once: claim (queued → sending, atomically with the presence check), write
+ * playback.start to the gateway holding the socket, wait for `started`. A playback found already `sending` was
+ * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came.
+ */
+export class PlaybackWorker {
+  private readonly worker: Worker<PlaybackJob>;
+  private stopping = false;
+
+  constructor(private readonly options: PlaybackWorkerOptions) {
+    this.worker = new Worker<PlaybackJob>(PLAYBACK_QUEUE, (job) => this.process(job), {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
+      maxStalledCount: 3,
+      autorun: false,
+    });
+    this.worker.on("failed", (job, error) => void this.onFailed(job, error));
+    this.worker.on("error", (error) =>
+      options.log.warn({ err: errorMessage(error) }, "playback worker error"),
+    );
+  }
+
+  start(): void {
+    void this.worker.run();
+  }
+
+  isRunning(): boolean {
+    return this.worker.isRunning();
+  }
+
+  /** Stops taking jobs; in-flight ack waits end now and leave their playback `uncertain` (a late ack still lands). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.worker.close();
+  }
+
+  private async process(job: Job<PlaybackJob>): Promise<void> {
+    const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
+    const { store, log } = this.options;
+    const playback = await store.playback(deviceId, playbackId);
+    if (!playback) {
+      log.warn({ deviceId, playbackId }, "playback job without a playback record; nothing sent");
+      return;
+    }
+    const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const claim = await store.step(deviceId, playbackId, { op: "claim", finalAttempt }, Date.now());
+    this.record(claim);
+    if (claim.verdict === "offline") throw new LampOfflineError(deviceId);
+    if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
+    await this.send(playback, claim.gatewayId);
+  }
+
+  private async send(playback: PlaybackRecord, gatewayId: string): Promise<void> {
+    const { redis, keys, store, metrics, crashAt } = this.options;
+    const sentAt = Date.now();
+    await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(gatewayId), {
+      deviceId: playback.deviceId,
+      frame: {
+        type: "playback.start",
+        playbackId: playback.playbackId,
+        resultId: playback.resultId,
+        voiceTargetId: playback.voiceTargetId ?? "",
+        text: playback.text,
+      },
+      sentAt,
+    });
+    metrics.playbackStarts.inc({ kind: playback.kind });
+    crashIfAt(crashAt, "mid-send");
+    const state = await this.awaitAck(playback.deviceId, playback.playbackId, sentAt);
+    metrics.ackWait.observe(
+      { outcome: state === "sending" ? "timeout" : state },
+      (Date.now() - sentAt) / 1000,
+    );
+    if (state === "sending")
+      this.record(
+        await store.step(playback.deviceId, playback.playbackId, { op: "ack-timeout" }, Date.now()),
+      );
+  }
+
+  /** Polls the playback until an ack moved it out of `sending` or the ack timeout passed; returns the last state. */
+  private async awaitAck(
+    deviceId: string,
+    playbackId: string,
+    sentAt: number,
+  ): Promise<PlaybackState | undefined> {
+    const deadline = sentAt + this.options.ackTimeoutMs;
+    let state = await this.options.store.playbackState(deviceId, playbackId);
+    while (state === "sending" && Date.now() < deadline && !this.stopping) {
+      await new Promise((resolve) => setTimeout(resolve, ACK_POLL_MS));
+      state = await this.options.store.playbackState(deviceId, playbackId);
+    }
+    return state;
+  }
+
+  /** A job that gave up for good (attempts spent, stalled too often) must not leave its playback `sending`/`queued`. */
+  private async onFailed(job: Job<PlaybackJob> | undefined, error: Error): Promise<void> {
+    if (!job) return;
+    try {
+      if ((await job.getState()) !== "failed") return;
+      const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
+      const step = await this.options.store.step(deviceId, playbackId, { op: "abandon" }, Date.now());
+      this.record(step);
+      this.options.log.warn(
+        { deviceId, playbackId, err: error.message, state: step.state },
+        "playback job failed",
+      );
+    } catch (failure) {
+      this.options.log.error(
+        { jobId: job.id, err: errorMessage(failure) },
+        "could not settle a failed playback job",
+      );
+    }
+  }
+
+  private record(step: StepResult): void {
+    if (step.verdict === "moved" && step.kind && step.state)
+      this.options.metrics.recordPlayback(step.kind, step.state, step.reason);
+  }
+}

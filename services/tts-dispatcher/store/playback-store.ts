@@ -1,0 +1,186 @@
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import {
+  outboxEntrySchema,
+  playbackRecordSchema,
+  type OutboxEntry,
+  type PlaybackKind,
+  type PlaybackReason,
+  type PlaybackRecord,
+  type PlaybackState,
+  playbackKindSchema,
+  playbackReasonSchema,
+  playbackStateSchema,
+} from "../../../libs/contract/os-playback.js";
+import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { LuaScript } from "../../../libs/redis/lua-script.js";
+
+const createOutbox = LuaScript.fromFile(new URL("../lua/outbox-create-1.lua", import.meta.url));
+const createPlayback = LuaScript.fromFile(new URL("../lua/playback-create-1.lua", import.meta.url));
+const playbackStep = LuaScript.fromFile(new URL("../lua/playback-step-1.lua", import.meta.url));
+
+export interface NewOutboxEntry {
+  deviceId: string;
+  resultKey: string;
+  resultId: string;
+  state: "queued" | "suppressed";
+  reason?: PlaybackReason;
+  speechText: string;
+  voiceTargetId?: string;
+  voiceTargetExpiresAt?: number;
+  newestRunId?: string;
+  /** Set when the answer is to be spoken. */
+  playbackId?: string;
+  notice?: { playbackId: string; text: string };
+}
+
+export interface OutboxCreation {
+  created: boolean;
+  state: PlaybackState;
+  playbackId?: string;
+  notice?: { playbackId: string; state: PlaybackState };
+}
+
+export interface NewRepeatPlayback {
+  deviceId: string;
+  playbackId: string;
+  resultKey: string;
+  resultId: string;
+  state: "queued" | "suppressed";
+  reason?: PlaybackReason;
+  voiceTargetId: string;
+  text: string;
+}
+
+export type StepOperation =
+  | { op: "claim"; finalAttempt: boolean }
+  | { op: "ack-timeout" }
+  | { op: "abandon" }
+  | { op: "ack"; ack: "started" | "finished" | "interrupted" | "rejected" };
+
+const stepResultSchema = z
+  .tuple([
+    z.enum(["moved", "settled", "offline", "stale", "recorded", "unknown"]),
+    z.union([playbackStateSchema, z.literal("")]),
+    z.union([playbackReasonSchema, z.literal("")]),
+    z.union([playbackKindSchema, z.literal("")]),
+    z.string(),
+  ])
+  .transform(([verdict, state, reason, kind, gatewayId]) => ({
+    verdict,
+    state: state || undefined,
+    reason: reason || undefined,
+    kind: kind || undefined,
+    gatewayId: gatewayId || undefined,
+  }));
+export type StepResult = z.infer<typeof stepResultSchema>;
+
+const creationSchema = z
+  .tuple([
+    z.number(),
+    playbackStateSchema,
+    z.string(),
+    z.string(),
+    z.union([playbackStateSchema, z.literal("")]),
+  ])
+  .transform(([created, state, playbackId, noticeId, noticeState]) => ({
+    created: created === 1,
+    state,
+    playbackId: playbackId || undefined,
+    notice: noticeId && noticeState ? { playbackId: noticeId, state: noticeState } : undefined,
+  }));
+
+/**
+ * The outbox and playback records under the device's OS base (`B:outbox:<resultKey>`, `B:playback:<playbackId>`);
+ * every change is one Lua step on the device's hash slot.
+ */
+export class PlaybackStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+  ) {}
+
+  async createOutboxEntry(entry: NewOutboxEntry, now: number): Promise<OutboxCreation> {
+    const reply = await createOutbox.run(
+      this.redis,
+      [this.keys.osDevice(entry.deviceId)],
+      [
+        entry.resultKey,
+        now,
+        entry.deviceId,
+        entry.resultId,
+        entry.state,
+        entry.reason ?? "",
+        entry.speechText,
+        entry.voiceTargetId ?? "",
+        entry.playbackId ?? "",
+        entry.voiceTargetExpiresAt ?? "",
+        entry.newestRunId ?? "",
+        entry.notice?.playbackId ?? "",
+        entry.notice?.text ?? "",
+      ],
+    );
+    return creationSchema.parse(reply);
+  }
+
+  async createRepeat(
+    playback: NewRepeatPlayback,
+    now: number,
+  ): Promise<{ created: boolean; state: PlaybackState }> {
+    const reply = await createPlayback.run(
+      this.redis,
+      [this.keys.osDevice(playback.deviceId)],
+      [
+        playback.playbackId,
+        now,
+        playback.deviceId,
+        playback.resultKey,
+        playback.resultId,
+        "repeat" satisfies PlaybackKind,
+        playback.state,
+        playback.reason ?? "",
+        playback.voiceTargetId,
+        playback.text,
+      ],
+    );
+    const [created, state] = z.tuple([z.number(), playbackStateSchema]).parse(reply);
+    return { created: created === 1, state };
+  }
+
+  async step(
+    deviceId: string,
+    playbackId: string,
+    operation: StepOperation,
+    now: number,
+  ): Promise<StepResult> {
+    const arg =
+      operation.op === "claim"
+        ? operation.finalAttempt
+          ? "final"
+          : ""
+        : operation.op === "ack"
+          ? operation.ack
+          : "";
+    const reply = await playbackStep.run(
+      this.redis,
+      [this.keys.osDevice(deviceId)],
+      [operation.op, playbackId, now, arg],
+    );
+    return stepResultSchema.parse(reply);
+  }
+
+  async playback(deviceId: string, playbackId: string): Promise<PlaybackRecord | undefined> {
+    const fields = await this.redis.hgetall(`${this.keys.osDevice(deviceId)}:playback:${playbackId}`);
+    return Object.keys(fields).length === 0 ? undefined : playbackRecordSchema.parse(fields);
+  }
+
+  async playbackState(deviceId: string, playbackId: string): Promise<PlaybackState | undefined> {
+    const state = await this.redis.hget(`${this.keys.osDevice(deviceId)}:playback:${playbackId}`, "state");
+    return state === null ? undefined : playbackStateSchema.parse(state);
+  }
+
+  async outboxEntry(deviceId: string, resultKey: string): Promise<OutboxEntry | undefined> {
+    const fields = await this.redis.hgetall(`${this.keys.osDevice(deviceId)}:outbox:${resultKey}`);
+    return Object.keys(fields).length === 0 ? undefined : outboxEntrySchema.parse(fields);
+  }
+}

@@ -1,0 +1,227 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { LAMP_STREAMS, lampDeliverySchema, type LampDelivery } from "../../libs/contract/lamp-delivery.js";
+import type { ReplyRoute } from "../../libs/contract/lamp-wire.js";
+import {
+  outboxEntrySchema,
+  playbackRecordSchema,
+  type OutboxEntry,
+} from "../../libs/contract/os-playback.js";
+import { STREAMS } from "../../libs/contract/streams.js";
+import type { Outcome } from "../../libs/contract/turn-result.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { appendToStream, PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
+
+/**
+ * Writes and reads the OS store exactly as docs/architecture.md lays it out, standing in for the run registry and
+ * run-resolver where a test drives tts-dispatcher alone.
+ */
+
+export interface RunSeed {
+  runId: string;
+  createdAt: number;
+  voiceTargetId?: string;
+  voiceTargetExpiresAt?: number;
+  replyRoute?: ReplyRoute;
+  cancelledAt?: number;
+}
+
+export interface ResultSeed {
+  resultId: string;
+  serverInstanceId?: string;
+  outcome?: Outcome;
+  fullText?: string;
+  runIds: string[];
+}
+
+export const GATEWAY_ID = "gw-test-1";
+
+export class OsStoreFixture {
+  constructor(
+    readonly redis: Redis,
+    readonly keys: Keyspace,
+  ) {}
+
+  base(deviceId: string): string {
+    return this.keys.osDevice(deviceId);
+  }
+
+  async seedRun(deviceId: string, run: RunSeed): Promise<void> {
+    await this.redis.hset(`${this.base(deviceId)}:run:${run.runId}`, {
+      runId: run.runId,
+      deviceId,
+      agentId: "agent-fixture",
+      machineId: "machine-fixture",
+      idempotencyKey: `key-${run.runId}`,
+      requestId: randomUUID(),
+      text: "a question",
+      voiceTargetId: run.voiceTargetId ?? "target-1",
+      voiceTargetExpiresAt: String(run.voiceTargetExpiresAt ?? Date.now() + 600_000),
+      replyRoute: run.replyRoute ?? "voice",
+      state: "resolved",
+      createdAt: String(run.createdAt),
+      cancelledAt: run.cancelledAt === undefined ? "" : String(run.cancelledAt),
+    });
+  }
+
+  /** Stores the result as the run-resolver would and publishes its os.resolved. */
+  async seedResolvedResult(deviceId: string, seed: ResultSeed): Promise<string> {
+    const serverInstanceId = seed.serverInstanceId ?? "originating-instance";
+    const resultKey = `${serverInstanceId}|${seed.resultId}`;
+    const members = seed.runIds.map((runId) => ({
+      runId,
+      deliveryId: `delivery-${runId}`,
+      idempotencyKey: `key-${runId}`,
+    }));
+    await this.redis.hset(`${this.base(deviceId)}:result:${resultKey}`, {
+      resultId: seed.resultId,
+      serverInstanceId,
+      deviceId,
+      agentId: "agent-fixture",
+      outcome: seed.outcome ?? "completed",
+      fullText: seed.fullText ?? "Finished: two red planes and two blue planes.",
+      engineTurnId: "",
+      members: JSON.stringify(members),
+      contentHash: "0".repeat(64),
+      storedAt: String(Date.now()),
+      emittedAt: String(Date.now()),
+    });
+    await this.redis.set(`${this.base(deviceId)}:result-id:${seed.resultId}`, resultKey);
+    await this.publishResolved(deviceId, serverInstanceId, seed.resultId);
+    return resultKey;
+  }
+
+  async publishResolved(deviceId: string, serverInstanceId: string, resultId: string): Promise<void> {
+    await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
+      deviceId,
+      serverInstanceId,
+      resultId,
+      resolvedAt: Date.now(),
+    });
+  }
+
+  async setPresence(deviceId: string, gatewayId = GATEWAY_ID): Promise<void> {
+    await this.redis.set(this.keys.lampPresence(deviceId), gatewayId, "PX", 60_000);
+  }
+
+  async clearPresence(deviceId: string): Promise<void> {
+    await this.redis.del(this.keys.lampPresence(deviceId));
+  }
+
+  async outbox(deviceId: string, resultKey: string): Promise<OutboxEntry | undefined> {
+    const fields = await this.redis.hgetall(`${this.base(deviceId)}:outbox:${resultKey}`);
+    return Object.keys(fields).length === 0 ? undefined : outboxEntrySchema.parse(fields);
+  }
+
+  async playback(deviceId: string, playbackId: string) {
+    const fields = await this.redis.hgetall(`${this.base(deviceId)}:playback:${playbackId}`);
+    return Object.keys(fields).length === 0 ? undefined : playbackRecordSchema.parse(fields);
+  }
+
+  /** Every outbox entry of the deviceId (by SCAN), to count utterance intents. */
+  async outboxKeys(deviceId: string): Promise<string[]> {
+    return this.scan(`${this.base(deviceId)}:outbox:*`);
+  }
+
+  async playbackKeys(deviceId: string): Promise<string[]> {
+    return this.scan(`${this.base(deviceId)}:playback:*`);
+  }
+
+  /** Every playback.start written to a gateway's delivery stream. */
+  async deliveries(gatewayId = GATEWAY_ID): Promise<LampDelivery[]> {
+    const entries = await this.redis.xrange(
+      this.keys.stream(LAMP_STREAMS.lampDelivery(gatewayId).name),
+      "-",
+      "+",
+    );
+    return entries.map(([, fields]) =>
+      lampDeliverySchema.parse(JSON.parse(fields[fields.indexOf(PAYLOAD_FIELD) + 1] ?? "")),
+    );
+  }
+
+  async ack(
+    deviceId: string,
+    playbackId: string,
+    state: "started" | "finished" | "interrupted" | "rejected",
+  ) {
+    await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
+      kind: "playback.ack",
+      deviceId,
+      playbackId,
+      state,
+      at: Date.now(),
+    });
+  }
+
+  async requestRepeat(
+    deviceId: string,
+    resultId: string,
+    playbackId = `repeat-${randomUUID()}`,
+  ): Promise<string> {
+    await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
+      kind: "playback.repeat",
+      deviceId,
+      requestId: randomUUID(),
+      playbackId,
+      resultId,
+      at: Date.now(),
+    });
+    return playbackId;
+  }
+
+  /** BullMQ jobs of the lamp-playback queue (any state), by their hash keys under the bull prefix. */
+  async playbackJobIds(): Promise<string[]> {
+    const prefix = `${this.keys.prefix}:bull:lamp-playback:`;
+    const keys = await this.scan(`${prefix}pb-*`);
+    return [...new Set(keys.map((key) => key.slice(prefix.length).split(":")[0] as string))];
+  }
+
+  private async scan(pattern: string): Promise<string[]> {
+    const found: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, keys] = await this.redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      cursor = next;
+      found.push(...keys);
+    } while (cursor !== "0");
+    return found.sort();
+  }
+}
+
+/** Acks every playback.start in a gateway's delivery stream the way a healthy Lamp would (started, then finished). */
+export class StreamLamp {
+  private seen = 0;
+  private timer: NodeJS.Timeout | undefined;
+  readonly received: LampDelivery[] = [];
+
+  constructor(
+    private readonly fixture: OsStoreFixture,
+    private readonly behaviour: "ack" | "silent" | "reject" = "ack",
+    private readonly gatewayId = GATEWAY_ID,
+  ) {}
+
+  start(): this {
+    this.timer = setInterval(() => void this.poll(), 20);
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async poll(): Promise<void> {
+    const all = await this.fixture.deliveries(this.gatewayId);
+    const fresh = all.slice(this.seen);
+    this.seen = all.length;
+    for (const delivery of fresh) {
+      this.received.push(delivery);
+      if (this.behaviour === "silent") continue;
+      if (this.behaviour === "reject") {
+        await this.fixture.ack(delivery.deviceId, delivery.frame.playbackId, "rejected");
+        continue;
+      }
+      await this.fixture.ack(delivery.deviceId, delivery.frame.playbackId, "started");
+      await this.fixture.ack(delivery.deviceId, delivery.frame.playbackId, "finished");
+    }
+  }
+}
