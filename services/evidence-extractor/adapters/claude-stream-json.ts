@@ -1,0 +1,231 @@
+import type { Outcome } from "../../../libs/contract/turn-result.js";
+import { completeTurn } from "../membership.js";
+import {
+  isMainInput,
+  nextOrdinal,
+  removeInputs,
+  type OpenInput,
+  type RuntimeState,
+} from "../runtime-state.js";
+import type { StepOutput } from "../step-output.js";
+import { asFrame, parseFrame, strings, text, type Frame } from "./frame.js";
+
+/**
+ * Claude Code headless stream-json. Inputs carry our deliveryId as `uuid`; the CLI proves consumption by echoing it
+ * (result.user_message_uuids > result.user_message_uuid > first main-loop reply's user_message_uuids >
+ * command_lifecycle started > isReplay echo). The main-loop `result` without an origin is the only boundary.
+ */
+export interface ClaudeStreamState {
+  kind: "claude-stream-json";
+  /** The CLI has shown it echoes prompt uuids; from then on a boundary without ids owns no input. */
+  echoSeen: boolean;
+  /** An ordinal boundary was ambiguous: ordinal attribution is off for the rest of this runtime. */
+  ordinalBlocked: boolean;
+  /** Proofs seen since the previous boundary, by strength. */
+  turn: { replyIds: string[] | null; startedIds: string[]; replayIds: string[] };
+  /** Our interrupt control_request ids -> the stop's deliveryId. */
+  interrupts: Record<string, string>;
+  sessionRef: string | null;
+}
+
+export function newClaudeStreamState(): ClaudeStreamState {
+  return {
+    kind: "claude-stream-json",
+    echoSeen: false,
+    ordinalBlocked: false,
+    turn: { replyIds: null, startedIds: [], replayIds: [] },
+    interrupts: {},
+    sessionRef: null,
+  };
+}
+
+/** Links what we wrote to the ids it carries: the prompt `uuid`, or the interrupt's `request_id`. */
+export function claudeOutbound(format: ClaudeStreamState, input: OpenInput, raw: string): void {
+  const frame = parseFrame(raw);
+  if (!frame) return;
+  if (input.kind === "input") {
+    input.nativeRef = text(frame.uuid) ?? input.deliveryId;
+    return;
+  }
+  const requestId = text(frame.request_id);
+  if (requestId) format.interrupts[requestId] = input.deliveryId;
+}
+
+export function claudeInbound(
+  state: RuntimeState,
+  format: ClaudeStreamState,
+  raw: string,
+  step: StepOutput,
+): void {
+  const frame = parseFrame(raw);
+  if (!frame) return step.ignore("unparseable_frame");
+  switch (frame.type) {
+    case "system":
+      return bindSession(state, format, frame, step);
+    case "command_lifecycle":
+      return lifecycle(state, format, frame, step);
+    case "user":
+      return replayEcho(state, format, frame, step);
+    case "assistant":
+      return firstReply(state, format, frame, step);
+    case "control_response":
+      return interruptConfirmed(state, format, frame, step);
+    case "result":
+      return boundary(state, format, frame, step);
+    default:
+      return;
+  }
+}
+
+const isMainLoop = (frame: Frame) =>
+  frame.parent_tool_use_id === null || frame.parent_tool_use_id === undefined;
+
+function ours(state: RuntimeState, ids: readonly string[]): OpenInput[] {
+  const found: OpenInput[] = [];
+  for (const id of ids) {
+    const input = state.inputs.find((candidate) => isMainInput(candidate) && candidate.nativeRef === id);
+    if (input && !found.includes(input)) found.push(input);
+  }
+  return found;
+}
+
+function proveConsumed(state: RuntimeState, step: StepOutput, inputs: OpenInput[]): string[] {
+  for (const input of inputs) step.consumed(state, input, "native_exact");
+  return inputs.map((input) => input.nativeRef ?? input.deliveryId);
+}
+
+function bindSession(state: RuntimeState, format: ClaudeStreamState, frame: Frame, step: StepOutput): void {
+  const sessionId = text(frame.session_id);
+  if (frame.subtype !== "init" || !sessionId || sessionId === format.sessionRef) return;
+  format.sessionRef = sessionId;
+  step.bind(state, {
+    appEntityKind: "provider_thread",
+    appEntityId: nextOrdinal(state, "thread"),
+    nativeKind: "session",
+    nativeRef: sessionId,
+    correlation: "native_scoped",
+  });
+}
+
+function lifecycle(state: RuntimeState, format: ClaudeStreamState, frame: Frame, step: StepOutput): void {
+  format.echoSeen = true;
+  const commandId = text(frame.command_uuid);
+  if (!commandId) return;
+  const inputs = ours(state, [commandId]);
+  if (frame.state === "started") {
+    format.turn.startedIds.push(...proveConsumed(state, step, inputs));
+    return;
+  }
+  // A queued command cancelled before it started was never consumed: its receipt cannot complete.
+  if (frame.state === "cancelled") {
+    const notStarted = inputs.filter((input) => !input.consumed);
+    step.missing(state, notStarted, "RESULT_EVIDENCE_MISSING");
+    removeInputs(state, new Set(notStarted.map((input) => input.deliveryId)));
+  }
+}
+
+function replayEcho(state: RuntimeState, format: ClaudeStreamState, frame: Frame, step: StepOutput): void {
+  if (frame.isReplay !== true || !isMainLoop(frame)) return;
+  format.echoSeen = true;
+  const uuid = text(frame.uuid);
+  if (uuid) format.turn.replayIds.push(...proveConsumed(state, step, ours(state, [uuid])));
+}
+
+function firstReply(state: RuntimeState, format: ClaudeStreamState, frame: Frame, step: StepOutput): void {
+  if (!isMainLoop(frame)) return;
+  const ids = strings(frame.user_message_uuids);
+  if (!ids) return;
+  format.echoSeen = true;
+  if (format.turn.replyIds === null) format.turn.replyIds = proveConsumed(state, step, ours(state, ids));
+}
+
+function interruptConfirmed(
+  state: RuntimeState,
+  format: ClaudeStreamState,
+  frame: Frame,
+  step: StepOutput,
+): void {
+  const response = asFrame(frame.response);
+  const requestId = text(response?.request_id);
+  if (!response || !requestId || response.subtype !== "success") return;
+  const deliveryId = format.interrupts[requestId];
+  const stop = state.inputs.find((input) => input.deliveryId === deliveryId);
+  delete format.interrupts[requestId];
+  if (!stop) return;
+  step.stopConfirmed(state, stop);
+  removeInputs(state, new Set([stop.deliveryId]));
+}
+
+function boundary(state: RuntimeState, format: ClaudeStreamState, frame: Frame, step: StepOutput): void {
+  if (!isMainLoop(frame)) return;
+  const proof = strongestProof(format, frame);
+  const turnProof = format.turn;
+  format.turn = { replyIds: null, startedIds: [], replayIds: [] };
+  const appTurnId = nextOrdinal(state, "turn");
+  step.bind(state, {
+    appEntityKind: "provider_turn",
+    appEntityId: appTurnId,
+    nativeKind: null,
+    nativeRef: null,
+    correlation: "ordinal",
+  });
+  // Background wakes and peer turns start by themselves: they own no input.
+  if (text(asFrame(frame.origin)?.kind)) return;
+
+  const native = proof ?? firstNonEmpty(turnProof);
+  const members = native ? ours(state, native) : [];
+  const outcome = outcomeOf(frame);
+  const fullText = text(frame.result) ?? "";
+  if (members.length > 0) {
+    completeTurn(state, step, {
+      appTurnId,
+      outcome,
+      fullText,
+      members: members.map((input) => ({ input, correlation: "native_exact", nativeRef: input.nativeRef })),
+    });
+    return;
+  }
+  if (format.echoSeen || format.ordinalBlocked) return;
+  ordinalBoundary(state, format, step, { appTurnId, outcome, fullText });
+}
+
+/** Ids the result frame itself names; their presence also proves the CLI echoes. */
+function strongestProof(format: ClaudeStreamState, frame: Frame): string[] | undefined {
+  const many = strings(frame.user_message_uuids);
+  const one = text(frame.user_message_uuid);
+  if (many !== undefined || one !== undefined) format.echoSeen = true;
+  if (many && many.length > 0) return many;
+  return one ? [one] : undefined;
+}
+
+function firstNonEmpty(turn: ClaudeStreamState["turn"]): string[] | undefined {
+  for (const ids of [turn.replyIds ?? [], turn.startedIds, turn.replayIds]) if (ids.length > 0) return ids;
+  return undefined;
+}
+
+/**
+ * A CLI that never echoed: the boundary owns the one outstanding input only when exactly one is unattributed.
+ * Ambiguity marks every candidate unknown and switches ordinal attribution off for the rest of the runtime.
+ */
+function ordinalBoundary(
+  state: RuntimeState,
+  format: ClaudeStreamState,
+  step: StepOutput,
+  turn: { appTurnId: string; outcome: Outcome; fullText: string },
+): void {
+  const candidates = state.inputs.filter(isMainInput);
+  if (candidates.length === 0) return;
+  if (candidates.length > 1) {
+    format.ordinalBlocked = true;
+    step.missing(state, candidates, "RESULT_EVIDENCE_MISSING");
+    return;
+  }
+  const [input] = candidates as [OpenInput];
+  completeTurn(state, step, { ...turn, members: [{ input, correlation: "ordinal" }] });
+}
+
+function outcomeOf(frame: Frame): Outcome {
+  if (frame.subtype === "success" && frame.is_error !== true) return "completed";
+  if (text(frame.terminal_reason)?.startsWith("aborted_")) return "cancelled";
+  return "failed";
+}

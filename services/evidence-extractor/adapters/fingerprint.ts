@@ -1,0 +1,45 @@
+import { sha256Hex } from "../../../libs/contract/canonical-json.js";
+import type { EvidenceLimits, OpenInput, RuntimeState } from "../runtime-state.js";
+
+/** Prompt hash over normalised text (Unicode NFC, whitespace collapsed, trimmed); never the text itself. */
+export function promptFingerprint(prompt: string): string {
+  return sha256Hex(prompt.normalize("NFC").replace(/\s+/g, " ").trim());
+}
+
+/** Where a transcript row sits: its record's seq and its effective time (see `RowClock`). */
+export interface RowPosition {
+  seq: number;
+  at: number;
+}
+
+/**
+ * Transcript rows are not time-ordered (the capture has a queued attachment stamped 16 s before its parent). A row's
+ * effective time is the highest timestamp seen at or before its position in the file, so a late-written row with
+ * an early stamp still sits after everything the file showed before it.
+ */
+export function advanceClock(highWaterMs: number, rowMs: number | undefined): number {
+  return rowMs === undefined ? highWaterMs : Math.max(highWaterMs, rowMs);
+}
+
+/**
+ * Inputs a prompt row can be: same runtime (the state is per runtime), same fingerprint, handed over earlier in the
+ * record stream than the row, at a time not after the row's effective time (plus the configured skew), and not
+ * already attributed or reported unknown.
+ */
+export function fingerprintCandidates(
+  state: RuntimeState,
+  prompt: string,
+  row: RowPosition,
+  limits: EvidenceLimits,
+): OpenInput[] {
+  const fingerprint = promptFingerprint(prompt);
+  return state.inputs.filter(
+    (input) =>
+      input.kind === "input" &&
+      !input.missing &&
+      input.turnRef === undefined &&
+      input.fingerprint === fingerprint &&
+      input.seq < row.seq &&
+      input.at <= row.at + limits.clockSkewMs,
+  );
+}
