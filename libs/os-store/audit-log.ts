@@ -1,0 +1,17 @@
+import type { Redis } from "ioredis";
+import { LuaScript } from "../redis/lua-script.js";
+import type { ProtocolErrorRecord, RejectionRecord } from "./result-record.js";
+
+const appendOnce = LuaScript.fromFile(new URL("./lua/append-once-1.lua", import.meta.url));
+
+/** Appends to `B:rejections` / `B:protocol-errors` once per identity; returns whether this call recorded it. */
+export async function recordOnce(
+  redis: Redis,
+  deviceBase: string,
+  log: "rejections" | "protocol-errors",
+  identity: string,
+  record: RejectionRecord | ProtocolErrorRecord,
+): Promise<boolean> {
+  const added = await appendOnce.run(redis, [deviceBase], [log, identity, JSON.stringify(record)]);
+  return added === 1;
+}

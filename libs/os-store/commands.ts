@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { harnessErrorCodeSchema } from "../contract/harness-wire.js";
+import { epochMsSchema, opaqueIdSchema } from "../contract/identifiers.js";
+import { receiptSchema } from "../contract/receipt.js";
+
+/**
+ * What the device-gateway asks the router to do with the Harness for one run. Entries live in the per-device
+ * stream `B:commands` (field `payload`), written inside the same Lua step that registers or cancels the run.
+ */
+export const deviceCommandSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("send"),
+    runId: opaqueIdSchema,
+    /** The gateway instance waiting for the receipt (its reply stream). */
+    replyTo: opaqueIdSchema,
+    at: epochMsSchema,
+  }),
+  z.strictObject({ kind: z.literal("stop"), runId: opaqueIdSchema, at: epochMsSchema }),
+]);
+export type DeviceCommand = z.infer<typeof deviceCommandSchema>;
+
+/** The router's answer to a send: the Harness receipt, or the Harness error that refused the input. */
+export const sendReplySchema = z.strictObject({
+  deviceId: opaqueIdSchema,
+  runId: opaqueIdSchema,
+  receipt: receiptSchema.nullable(),
+  error: z.strictObject({ code: harnessErrorCodeSchema, message: z.string() }).optional(),
+});
+export type SendReply = z.infer<typeof sendReplySchema>;
+
+/** One stream per device-gateway instance, read without a group (a gateway that died has no waiter left). */
+export const gatewayReplyStream = (gatewayInstanceId: string) => ({
+  name: `os.gateway_replies.${gatewayInstanceId}`,
+  schema: sendReplySchema,
+});
+
+/** Consumer group and its single, stable consumer: a new lease holder inherits the old holder's pending entries. */
+export const COMMANDS_GROUP = "router";
+export const COMMANDS_CONSUMER = "owner";

@@ -1,0 +1,94 @@
+import type { Keyspace } from "../redis/keyspace.js";
+
+/** `resultKey = <serverInstanceId>|<resultId>`: the store's name for one result identity of a device. */
+export function resultKeyOf(serverInstanceId: string, resultId: string): string {
+  return `${serverInstanceId}|${resultId}`;
+}
+
+/**
+ * The OS store key layout of one device (docs/architecture.md, "OS store"): every key shares the device's hash tag,
+ * so a Lua step that receives `base` as its only declared key may derive all of these inside the script.
+ */
+export class OsDeviceKeys {
+  readonly base: string;
+
+  constructor(
+    keys: Keyspace,
+    readonly deviceId: string,
+  ) {
+    this.base = keys.osDevice(deviceId);
+  }
+
+  run(runId: string): string {
+    return `${this.base}:run:${runId}`;
+  }
+
+  request(requestId: string): string {
+    return `${this.base}:request:${requestId}`;
+  }
+
+  idempotencyKey(key: string): string {
+    return `${this.base}:key:${key}`;
+  }
+
+  delivery(deliveryId: string): string {
+    return `${this.base}:delivery:${deliveryId}`;
+  }
+
+  get runs(): string {
+    return `${this.base}:runs`;
+  }
+
+  get pendingRuns(): string {
+    return `${this.base}:runs:pending`;
+  }
+
+  result(resultKey: string): string {
+    return `${this.base}:result:${resultKey}`;
+  }
+
+  resultId(resultId: string): string {
+    return `${this.base}:result-id:${resultId}`;
+  }
+
+  outbox(resultKey: string): string {
+    return `${this.base}:outbox:${resultKey}`;
+  }
+
+  get rejections(): string {
+    return `${this.base}:rejections`;
+  }
+
+  get protocolErrors(): string {
+    return `${this.base}:protocol-errors`;
+  }
+
+  /** Commands from the device-gateway to whichever router holds the device (send, stop). */
+  get commands(): string {
+    return `${this.base}:commands`;
+  }
+
+  /** Which router replica owns the device's Harness session. */
+  get lease(): string {
+    return `${this.base}:lease`;
+  }
+
+  /** The Harness transport resume point `{serverInstanceId, cursor}`. */
+  get cursor(): string {
+    return `${this.base}:cursor`;
+  }
+
+  /** Results held back until their members' receipts bind. */
+  get waiting(): string {
+    return `${this.base}:waiting`;
+  }
+
+  repeatRequest(requestId: string): string {
+    return `${this.base}:repeat-request:${requestId}`;
+  }
+}
+
+/** Devices the router should hold a Harness session for (added on Lamp connect and on voice.request). */
+export function knownDevicesKey(keys: Keyspace): string {
+  return keys.key("os", "devices");
+}

@@ -1,0 +1,72 @@
+import { z } from "zod";
+import { replyRouteSchema } from "../contract/lamp-wire.js";
+import { outcomeSchema } from "../contract/turn-result.js";
+
+export const runStateSchema = z.enum(["pending", "resolved", "unknown"]);
+export type RunState = z.infer<typeof runStateSchema>;
+
+const optionalText = z.string().min(1).optional();
+const optionalMs = z.coerce.number().int().nonnegative().optional();
+
+/** The `B:run:<runId>` hash as stored (all values arrive as strings; absent fields are simply missing). */
+export const runRecordSchema = z.object({
+  runId: z.string().min(1),
+  deviceId: z.string().min(1),
+  agentId: z.string().min(1),
+  machineId: z.string().min(1),
+  idempotencyKey: z.string().min(1),
+  requestId: z.string().min(1),
+  /** Canonical hash of the voice.request: a reused requestId with other content is refused. */
+  requestHash: optionalText,
+  text: z.string(),
+  voiceTargetId: z.string().min(1),
+  voiceTargetExpiresAt: z.coerce.number().int().nonnegative(),
+  replyRoute: replyRouteSchema,
+  state: runStateSchema,
+  outcome: outcomeSchema.optional(),
+  resultKey: optionalText,
+  resultId: optionalText,
+  deliveryId: optionalText,
+  serverInstanceId: optionalText,
+  receiptState: optionalText,
+  /** JSON of the last receipt the Harness gave for this run's key. */
+  receipt: optionalText,
+  /** Transport instance the send was first attempted on: a retry on another instance reconciles, never resends. */
+  sentVia: optionalText,
+  sendError: optionalText,
+  stopKey: optionalText,
+  cancelledAt: optionalMs,
+  createdAt: z.coerce.number().int().nonnegative(),
+  resolvedAt: optionalMs,
+});
+export type RunRecord = z.infer<typeof runRecordSchema>;
+
+/** A hash read with HGETALL: empty means absent; a malformed record is a store bug and throws. */
+export function parseRunRecord(hash: Record<string, string>): RunRecord | undefined {
+  if (Object.keys(hash).length === 0) return undefined;
+  return runRecordSchema.parse(hash);
+}
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** The public JSON of a run (DESIGN §7). */
+export function runView(run: RunRecord) {
+  return {
+    runId: run.runId,
+    state: run.state,
+    outcome: run.outcome ?? null,
+    resultId: run.resultId ?? null,
+    idempotencyKey: run.idempotencyKey,
+    deliveryId: run.deliveryId ?? null,
+    serverInstanceId: run.serverInstanceId ?? null,
+    receiptState: run.receiptState ?? null,
+    agentId: run.agentId,
+    machineId: run.machineId,
+    voiceTarget: { id: run.voiceTargetId, expiresAt: iso(run.voiceTargetExpiresAt) },
+    replyRoute: run.replyRoute,
+    cancelledAt: iso(run.cancelledAt),
+    createdAt: iso(run.createdAt),
+    resolvedAt: iso(run.resolvedAt),
+  };
+}
+export type RunView = ReturnType<typeof runView>;

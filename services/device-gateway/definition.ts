@@ -1,0 +1,142 @@
+import { randomUUID } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { Principal } from "../../libs/auth/tokens.js";
+import { parseConfig } from "../../libs/config/load-config.js";
+import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { gatewayReplyStream } from "../../libs/os-store/commands.js";
+import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
+import { OsQueries } from "../../libs/os-store/os-queries.js";
+import type { ServiceContext, ServiceDefinition } from "../../libs/service/service-context.js";
+import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { deviceGatewayConfigSchema } from "./config.js";
+import { LampConnections } from "./lamp-connections.js";
+import { LampFrames } from "./lamp-frames.js";
+import { registerOsApi } from "./os-api.js";
+import { principalOf } from "./principal.js";
+import { ReceiptWaiters } from "./receipt-waiters.js";
+import { RunRegistration } from "./run-registration.js";
+import { StreamTail } from "./stream-tail.js";
+
+function metricsOf(registry: Registry) {
+  const frames = registry.getSingleMetric("os_lamp_frames_total");
+  const sockets = registry.getSingleMetric("os_lamp_sockets");
+  return {
+    frames:
+      frames instanceof Counter
+        ? frames
+        : new Counter({
+            name: "os_lamp_frames_total",
+            help: "Frames received from Lamps, by type and result",
+            labelNames: ["type", "result"],
+            registers: [registry],
+          }),
+    sockets:
+      sockets instanceof Gauge
+        ? sockets
+        : new Gauge({ name: "os_lamp_sockets", help: "Open Lamp WebSockets", registers: [registry] }),
+  };
+}
+
+/** The Lamp WebSocket, run registration, playback delivery and acks, and the OS query API. */
+export const deviceGatewayService: ServiceDefinition = {
+  name: "device-gateway",
+  checkConfig(env) {
+    parseConfig(deviceGatewayConfigSchema, env);
+  },
+  async start(ctx: ServiceContext) {
+    const config = parseConfig(deviceGatewayConfigSchema, ctx.env);
+    const instanceId = config.GATEWAY_INSTANCE_ID ?? randomUUID();
+    const redis = ctx.connections.command;
+    const metrics = metricsOf(ctx.metrics);
+    const waiters = new ReceiptWaiters();
+    const connections = new LampConnections({
+      redis,
+      keys: ctx.keys,
+      instanceId,
+      presenceTtlMs: config.LAMP_PRESENCE_TTL_MS,
+      log: ctx.log,
+    });
+    const frames = new LampFrames({
+      redis,
+      keys: ctx.keys,
+      registration: new RunRegistration(redis, ctx.keys, instanceId, config.VOICE_TARGET_TTL_MS),
+      waiters,
+      receiptWaitMs: config.RECEIPT_WAIT_MS,
+      log: ctx.log,
+      frames: metrics.frames,
+    });
+    const replies = gatewayReplyStream(instanceId);
+    const replyTail = new StreamTail({
+      reader: ctx.connections.blocking(replies.name),
+      streamKey: ctx.keys.stream(replies.name),
+      schema: replies.schema,
+      log: ctx.log,
+      deliver: (reply) => waiters.deliver(reply),
+    });
+    const delivery = LAMP_STREAMS.lampDelivery(instanceId);
+    const deliveryTail = new StreamTail({
+      reader: ctx.connections.blocking(delivery.name),
+      streamKey: ctx.keys.stream(delivery.name),
+      schema: delivery.schema,
+      log: ctx.log,
+      deliver: ({ deviceId, frame }) => {
+        const sent = connections.send(deviceId, frame);
+        ctx.log.info({ deviceId, playbackId: frame.playbackId, sockets: sent }, "playback.start delivered");
+      },
+    });
+    replyTail.start();
+    deliveryTail.start();
+    ctx.health.addLiveness("device-gateway/replies", () => replyTail.isAlive());
+    ctx.health.addLiveness("device-gateway/delivery", () => deliveryTail.isAlive());
+
+    const principals = new WeakMap<FastifyRequest, Principal>();
+    ctx.http.get(
+      "/v1/lamp/ws",
+      {
+        websocket: true,
+        // Refused before the upgrade: an unauthenticated client never gets a socket.
+        preValidation: async (request, reply) => {
+          const principal = await principalOf(request, config.AUTH_JWT_SECRET);
+          if (!principal || principal.role !== "device")
+            return reply
+              .code(401)
+              .send({ error: { code: "UNAUTHORIZED", message: "device token required" } });
+          principals.set(request, principal);
+        },
+      },
+      (socket, request) => {
+        const principal = principals.get(request);
+        if (!principal) return socket.close(1008, "unauthorized");
+        const { deviceId } = principal;
+        metrics.sockets.inc();
+        // Frames of one socket are answered in the order they arrived.
+        let chain: Promise<void> = Promise.resolve();
+        socket.on("message", (data) => {
+          chain = chain.then(async () => {
+            const answer = await frames.handle(deviceId, data.toString());
+            if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
+          });
+        });
+        socket.on("close", () => {
+          metrics.sockets.dec();
+          void connections.remove(deviceId, socket);
+        });
+        void connections.add(deviceId, socket);
+        void redis.sadd(knownDevicesKey(ctx.keys), deviceId).catch((error: unknown) => {
+          ctx.log.warn({ deviceId, err: errorMessage(error) }, "device not added to the known set");
+        });
+      },
+    );
+    registerOsApi(ctx.http, new OsQueries(redis, ctx.keys), config.AUTH_JWT_SECRET);
+    ctx.log.info({ instanceId }, "device-gateway started");
+
+    return {
+      async stop() {
+        await connections.close();
+        await replyTail.stop();
+        await deliveryTail.stop();
+      },
+    };
+  },
+};

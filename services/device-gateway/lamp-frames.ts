@@ -1,0 +1,208 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { Counter } from "prom-client";
+import { z } from "zod";
+import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import {
+  lampRequestSchema,
+  type LampErrorCode,
+  type LampRequest,
+  type VoiceRequest,
+} from "../../libs/contract/lamp-wire.js";
+import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import type { SendReply } from "../../libs/os-store/commands.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { appendToStream } from "../../libs/streams/stream-writer.js";
+import type { ReceiptWaiters } from "./receipt-waiters.js";
+import type { RunRegistration } from "./run-registration.js";
+
+/** A repeated "say that again" (same requestId) keeps its playbackId this long. */
+const REPEAT_REQUEST_TTL_SECONDS = 24 * 3600;
+
+type Answer = Record<string, unknown>;
+
+/** Enough of an invalid frame to address the error answer to it. */
+const frameLabels = z
+  .unknown()
+  .transform((value) => (typeof value === "object" && value !== null ? value : {}))
+  .pipe(z.looseObject({ type: z.unknown(), requestId: z.unknown() }));
+
+const HARNESS_TO_LAMP_CODE: Record<string, LampErrorCode> = {
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  RATE_LIMITED: "RATE_LIMITED",
+  BACKPRESSURE: "UNAVAILABLE",
+  REVOKED: "UNAUTHORIZED",
+  UNAUTHORIZED: "UNAUTHORIZED",
+};
+
+const errorAnswer = (type: string, requestId: string | null, code: LampErrorCode, message: string) => ({
+  type: `${type}_result`,
+  requestId,
+  error: { code, message },
+});
+
+/**
+ * What one authenticated Lamp says, answered frame by frame. The device identity is the socket's credential,
+ * never a field of the frame. Bad input gets a coded error and changes nothing.
+ */
+export class LampFrames {
+  constructor(
+    private readonly deps: {
+      redis: Redis;
+      keys: Keyspace;
+      registration: RunRegistration;
+      waiters: ReceiptWaiters;
+      receiptWaitMs: number;
+      log: Logger;
+      frames: Counter;
+    },
+  ) {}
+
+  /** Returns the answer to send back, if the frame has one. */
+  async handle(deviceId: string, text: string): Promise<Answer | undefined> {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return this.count("unparsed", errorAnswer("error", null, "INVALID_REQUEST", "frame is not JSON"));
+    }
+    const parsed = lampRequestSchema.safeParse(json);
+    if (!parsed.success) {
+      const { type, requestId } = frameLabels.parse(json);
+      const issue = parsed.error.issues[0];
+      return this.count(
+        "invalid",
+        errorAnswer(
+          typeof type === "string" && /^[a-z.]{1,40}$/.test(type) ? type : "error",
+          typeof requestId === "string" ? requestId : null,
+          "INVALID_REQUEST",
+          `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
+        ),
+      );
+    }
+    try {
+      return this.count(parsed.data.type, await this.dispatch(deviceId, parsed.data));
+    } catch (error) {
+      this.deps.log.error(
+        { deviceId, type: parsed.data.type, err: errorMessage(error) },
+        "lamp frame failed",
+      );
+      const requestId = "requestId" in parsed.data ? parsed.data.requestId : null;
+      return this.count(
+        parsed.data.type,
+        errorAnswer(parsed.data.type, requestId, "UNAVAILABLE", "store unavailable; nothing was done"),
+      );
+    }
+  }
+
+  private dispatch(deviceId: string, request: LampRequest): Promise<Answer | undefined> {
+    switch (request.type) {
+      case "voice.request":
+        return this.voiceRequest(deviceId, request);
+      case "voice.cancel":
+        return this.voiceCancel(deviceId, request.requestId, request.runId);
+      case "playback.ack":
+        return this.forwardAck(deviceId, request.playbackId, request.state);
+      case "playback.repeat":
+        return this.repeat(deviceId, request.requestId, request.resultId);
+    }
+  }
+
+  private async voiceRequest(deviceId: string, request: VoiceRequest): Promise<Answer> {
+    const registered = await this.deps.registration.register(deviceId, request);
+    if (registered.status === "conflict")
+      return errorAnswer(
+        request.type,
+        request.requestId,
+        "INVALID_REQUEST",
+        "requestId was already used for a different request",
+      );
+    const reply = await this.receiptOf(deviceId, registered.runId);
+    if (reply?.error)
+      return errorAnswer(
+        request.type,
+        request.requestId,
+        HARNESS_TO_LAMP_CODE[reply.error.code] ?? "INVALID_REQUEST",
+        `harness refused the input: ${reply.error.code} ${reply.error.message}`,
+      );
+    return {
+      type: "voice.request_result",
+      requestId: request.requestId,
+      runId: registered.runId,
+      idempotencyKey: registered.idempotencyKey,
+      receipt: reply?.receipt ?? null,
+    };
+  }
+
+  /** The router's reply, or the receipt already bound to the run; undefined when neither comes in time. */
+  private async receiptOf(deviceId: string, runId: string): Promise<SendReply | undefined> {
+    const waiter = this.deps.waiters.wait(runId, this.deps.receiptWaitMs);
+    const stored = await this.storedReceipt(deviceId, runId);
+    if (stored) {
+      waiter.cancel();
+      return { deviceId, runId, receipt: stored };
+    }
+    return waiter.reply;
+  }
+
+  private async storedReceipt(deviceId: string, runId: string): Promise<Receipt | undefined> {
+    const json = await this.deps.redis.hget(new OsDeviceKeys(this.deps.keys, deviceId).run(runId), "receipt");
+    return json === null ? undefined : receiptSchema.parse(JSON.parse(json));
+  }
+
+  private async voiceCancel(deviceId: string, requestId: string, runId: string): Promise<Answer> {
+    const outcome = await this.deps.registration.cancel(deviceId, runId);
+    if (outcome === "not_found") return errorAnswer("voice.cancel", requestId, "NOT_FOUND", "no such run");
+    return { type: "voice.cancel_result", requestId, runId, cancelled: true };
+  }
+
+  private async forwardAck(
+    deviceId: string,
+    playbackId: string,
+    state: "started" | "finished" | "interrupted" | "rejected",
+  ): Promise<undefined> {
+    await appendToStream(this.deps.redis, this.deps.keys, LAMP_STREAMS.lampEvents, {
+      kind: "playback.ack",
+      deviceId,
+      playbackId,
+      state,
+      at: Date.now(),
+    });
+    return undefined;
+  }
+
+  private async repeat(deviceId: string, requestId: string, resultId: string): Promise<Answer> {
+    const device = new OsDeviceKeys(this.deps.keys, deviceId);
+    if ((await this.deps.redis.exists(device.resultId(resultId))) === 0)
+      return errorAnswer("playback.repeat", requestId, "NOT_FOUND", "no such result for this device");
+    const repeatKey = device.repeatRequest(requestId);
+    const minted = randomUUID();
+    const earlier = await this.deps.redis.call(
+      "SET",
+      repeatKey,
+      minted,
+      "EX",
+      REPEAT_REQUEST_TTL_SECONDS,
+      "NX",
+      "GET",
+    );
+    const playbackId = typeof earlier === "string" ? earlier : minted;
+    await appendToStream(this.deps.redis, this.deps.keys, LAMP_STREAMS.lampEvents, {
+      kind: "playback.repeat",
+      deviceId,
+      requestId,
+      playbackId,
+      resultId,
+      at: Date.now(),
+    });
+    return { type: "playback.repeat_result", requestId, playbackId };
+  }
+
+  private count(type: string, answer: Answer | undefined): Answer | undefined {
+    this.deps.frames.inc({ type, result: answer && "error" in answer ? "error" : "ok" });
+    return answer;
+  }
+}

@@ -1,0 +1,86 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { deviceIdSchema } from "../../libs/auth/tokens.js";
+import { opaqueIdSchema } from "../../libs/contract/identifiers.js";
+import type { OsQueries } from "../../libs/os-store/os-queries.js";
+import { runStateSchema, runView } from "../../libs/os-store/run-record.js";
+import { principalOf } from "./principal.js";
+
+const deviceQuerySchema = z.object({ deviceId: deviceIdSchema.optional() });
+const runsQuerySchema = deviceQuerySchema.extend({ state: runStateSchema.optional() });
+const runParamsSchema = z.object({ runId: opaqueIdSchema });
+const resultParamsSchema = z.object({ resultId: opaqueIdSchema });
+
+const fail = (reply: FastifyReply, status: number, code: string, message: string) =>
+  reply.code(status).send({ error: { code, message } });
+
+/**
+ * The OS query API (DESIGN §7), same JWT as the Lamp: a device sees only its own records; an operator names the
+ * device with `?deviceId=`. Unknown ids are 404 and bad input 400, always with a JSON error.
+ */
+export function registerOsApi(http: FastifyInstance, queries: OsQueries, secret: string): void {
+  /** The device whose records the caller may read, or undefined after an error reply was sent. */
+  async function deviceFor(request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
+    const principal = await principalOf(request, secret);
+    if (!principal) {
+      await fail(reply, 401, "UNAUTHORIZED", "a valid Bearer token is required");
+      return undefined;
+    }
+    const query = deviceQuerySchema.safeParse(request.query);
+    if (!query.success) {
+      await fail(reply, 400, "INVALID_REQUEST", "deviceId is not a device id");
+      return undefined;
+    }
+    const asked = query.data.deviceId;
+    if (principal.role === "operator") {
+      if (asked) return asked;
+      await fail(reply, 400, "INVALID_REQUEST", "operators must name the device with ?deviceId=");
+      return undefined;
+    }
+    if (asked && asked !== principal.deviceId) {
+      await fail(reply, 403, "FORBIDDEN", "a device reads only its own records");
+      return undefined;
+    }
+    return principal.deviceId;
+  }
+
+  http.get("/v1/runs/:runId", async (request, reply) => {
+    const deviceId = await deviceFor(request, reply);
+    if (!deviceId) return reply;
+    const params = runParamsSchema.safeParse(request.params);
+    if (!params.success) return fail(reply, 400, "INVALID_REQUEST", "runId is not an id");
+    const run = await queries.run(deviceId, params.data.runId);
+    return run ? runView(run) : fail(reply, 404, "NOT_FOUND", "no such run");
+  });
+
+  http.get("/v1/runs", async (request, reply) => {
+    const deviceId = await deviceFor(request, reply);
+    if (!deviceId) return reply;
+    const query = runsQuerySchema.safeParse(request.query);
+    if (!query.success)
+      return fail(reply, 400, "INVALID_REQUEST", "state must be pending, resolved or unknown");
+    const runs = await queries.runs(deviceId, query.data.state);
+    return { deviceId, runs: runs.map(runView) };
+  });
+
+  http.get("/v1/results/:resultId", async (request, reply) => {
+    const deviceId = await deviceFor(request, reply);
+    if (!deviceId) return reply;
+    const params = resultParamsSchema.safeParse(request.params);
+    if (!params.success) return fail(reply, 400, "INVALID_REQUEST", "resultId is not an id");
+    const result = await queries.result(deviceId, params.data.resultId);
+    return result ?? fail(reply, 404, "NOT_FOUND", "no such result");
+  });
+
+  http.get("/v1/rejections", async (request, reply) => {
+    const deviceId = await deviceFor(request, reply);
+    if (!deviceId) return reply;
+    return { deviceId, rejections: await queries.rejections(deviceId) };
+  });
+
+  http.get("/v1/protocol-errors", async (request, reply) => {
+    const deviceId = await deviceFor(request, reply);
+    if (!deviceId) return reply;
+    return { deviceId, protocolErrors: await queries.protocolErrors(deviceId) };
+  });
+}

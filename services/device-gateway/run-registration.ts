@@ -1,0 +1,76 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { canonicalHash } from "../../libs/contract/canonical-json.js";
+import type { VoiceRequest } from "../../libs/contract/lamp-wire.js";
+import { deviceCommandSchema } from "../../libs/os-store/commands.js";
+import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+
+const registerRunScript = LuaScript.fromFile(new URL("./lua/register-run-1.lua", import.meta.url));
+const cancelRunScript = LuaScript.fromFile(new URL("./lua/cancel-run-1.lua", import.meta.url));
+
+export type Registration =
+  { status: "created" | "existing"; runId: string; idempotencyKey: string } | { status: "conflict" };
+
+export type Cancellation = "not_found" | "already_cancelled" | "cancelled" | "stop_queued";
+
+/**
+ * The run registry's write side: a voice request becomes a durable run (local runId, fresh idempotency key, voice
+ * target, reply route, state pending) together with the router's send command, in one Lua step, before anything
+ * is sent; a cancel marks the run and queues one turn.stop.
+ */
+export class RunRegistration {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+    private readonly gatewayInstanceId: string,
+    private readonly voiceTargetTtlMs: number,
+  ) {}
+
+  async register(deviceId: string, request: VoiceRequest, now = Date.now()): Promise<Registration> {
+    const device = new OsDeviceKeys(this.keys, deviceId);
+    await this.redis.sadd(knownDevicesKey(this.keys), deviceId);
+    const runId = randomUUID();
+    const expiresAt = request.voiceTarget.expiresAt
+      ? Date.parse(request.voiceTarget.expiresAt)
+      : now + this.voiceTargetTtlMs;
+    const command = deviceCommandSchema.parse({
+      kind: "send",
+      runId,
+      replyTo: this.gatewayInstanceId,
+      at: now,
+    });
+    const [status, storedRunId, idempotencyKey] = (await registerRunScript.run(
+      this.redis,
+      [device.base],
+      [
+        request.requestId,
+        runId,
+        randomUUID(),
+        canonicalHash(request),
+        deviceId,
+        request.agentId,
+        request.machineId,
+        request.text,
+        request.voiceTarget.id,
+        expiresAt,
+        request.replyRoute,
+        now,
+        JSON.stringify(command),
+      ],
+    )) as [string, string, string];
+    if (status === "created" || status === "existing") return { status, runId: storedRunId, idempotencyKey };
+    return { status: "conflict" };
+  }
+
+  async cancel(deviceId: string, runId: string, now = Date.now()): Promise<Cancellation> {
+    const device = new OsDeviceKeys(this.keys, deviceId);
+    const command = deviceCommandSchema.parse({ kind: "stop", runId, at: now });
+    return (await cancelRunScript.run(
+      this.redis,
+      [device.base],
+      [runId, randomUUID(), now, JSON.stringify(command)],
+    )) as Cancellation;
+  }
+}

@@ -1,0 +1,194 @@
+import type { Redis } from "ioredis";
+import { receiptGetResultSchema, turnSendResultSchema } from "../../libs/contract/harness-wire.js";
+import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import {
+  COMMANDS_CONSUMER,
+  COMMANDS_GROUP,
+  deviceCommandSchema,
+  gatewayReplyStream,
+  type DeviceCommand,
+  type SendReply,
+} from "../../libs/os-store/commands.js";
+import type { RunRecord } from "../../libs/os-store/run-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { appendToStream, ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
+import type { HarnessLink } from "./harness-link.js";
+import type { RouterMetrics } from "./router-metrics.js";
+import type { RouterStore } from "./router-store.js";
+
+/** Errors after which the same key may be sent again; any other refusal is final for the run. */
+const TRANSIENT_ERRORS = new Set(["BACKPRESSURE", "RATE_LIMITED", "INTERNAL"]);
+
+export interface LiveLink {
+  link: HarnessLink;
+  transportInstanceId: string;
+}
+
+class NotConnected extends Error {}
+
+type RawEntry = [id: string, fields: string[]];
+
+/**
+ * Executes the gateway's commands for one device against the Harness (`B:commands`, group `router`, consumer
+ * `owner`): an entry stays pending until its answer is bound, so a lost ack or a crash retries it with the SAME
+ * idempotency key (the Harness answers `duplicate`), and a new lease holder inherits what was left pending.
+ */
+export class CommandProcessor {
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: {
+      reader: Redis;
+      redis: Redis;
+      keys: Keyspace;
+      store: RouterStore;
+      live: () => LiveLink | undefined;
+      metrics: RouterMetrics;
+      log: Logger;
+      retryDelayMs: number;
+      receiptBound: () => void;
+    },
+  ) {}
+
+  async start(): Promise<void> {
+    await ensureConsumerGroup(this.options.redis, this.options.store.device.commands, COMMANDS_GROUP);
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    let cursor = "0";
+    while (!this.stopping) {
+      try {
+        if (!this.options.live()) {
+          await sleep(50);
+          cursor = "0";
+          continue;
+        }
+        const entries = await this.read(cursor);
+        if (cursor === "0" && entries.length === 0) cursor = ">";
+        for (const [id, fields] of entries) await this.execute(id, fields);
+      } catch (error) {
+        if (this.stopping) break;
+        if (!(error instanceof NotConnected))
+          this.options.log.warn({ err: errorMessage(error) }, "device command failed; retrying");
+        cursor = "0";
+        await sleep(this.options.retryDelayMs);
+      }
+    }
+  }
+
+  private async read(cursor: string): Promise<RawEntry[]> {
+    const block = cursor === ">" ? ["BLOCK", 500] : [];
+    const reply = (await this.options.reader.call(
+      "XREADGROUP",
+      "GROUP",
+      COMMANDS_GROUP,
+      COMMANDS_CONSUMER,
+      "COUNT",
+      16,
+      ...block,
+      "STREAMS",
+      this.options.store.device.commands,
+      cursor,
+    )) as [string, RawEntry[]][] | null;
+    return (reply?.[0]?.[1] ?? []).filter((entry) => entry[1] !== null);
+  }
+
+  private async execute(id: string, fields: string[]): Promise<void> {
+    const parsed = deviceCommandSchema.safeParse(JSON.parse(fields[1] ?? "null"));
+    if (parsed.success) await this.perform(parsed.data);
+    else this.options.log.error({ id }, "malformed device command dropped");
+    const commands = this.options.store.device.commands;
+    await this.options.redis.multi().xack(commands, COMMANDS_GROUP, id).xdel(commands, id).exec();
+  }
+
+  private async perform(command: DeviceCommand): Promise<void> {
+    const run = await this.options.store.run(command.runId);
+    if (!run) return;
+    if (command.kind === "stop") return this.interrupt(run);
+    const reply = await this.send(run);
+    await appendToStream(this.options.redis, this.options.keys, gatewayReplyStream(command.replyTo), reply);
+  }
+
+  private async send(run: RunRecord): Promise<SendReply> {
+    const base = { deviceId: run.deviceId, runId: run.runId };
+    const known = storedReceipt(run);
+    if (known || run.state !== "pending") return { ...base, receipt: known };
+    const live = this.requireLive();
+    if (run.sentVia !== undefined && run.sentVia !== live.transportInstanceId)
+      return this.reconcile(run, live);
+    await this.options.store.markSendAttempt(run.runId, live.transportInstanceId);
+    const answer = await live.link.request(
+      {
+        type: "turn.send",
+        machineId: run.machineId,
+        agentId: run.agentId,
+        idempotencyKey: run.idempotencyKey,
+        text: run.text,
+      },
+      turnSendResultSchema,
+    );
+    this.options.metrics.sends.inc({
+      operation: "turn.send",
+      answer: answer.ok ? answer.value.status : answer.error.code,
+    });
+    if (!answer.ok) {
+      if (TRANSIENT_ERRORS.has(answer.error.code)) throw new Error(`turn.send: ${answer.error.code}`);
+      await this.options.store.markSendFailed(run.runId, answer.error.code);
+      return { ...base, receipt: null, error: answer.error };
+    }
+    await this.bind(answer.value.receipt);
+    return { ...base, receipt: answer.value.receipt };
+  }
+
+  /** The send was first tried on another Harness instance: ask for the receipt, never submit the input again. */
+  private async reconcile(run: RunRecord, live: LiveLink): Promise<SendReply> {
+    const answer = await live.link.request(
+      { type: "receipt.get", idempotencyKey: run.idempotencyKey },
+      receiptGetResultSchema,
+    );
+    const receipt = answer.ok ? answer.value.receipt : null;
+    if (receipt) await this.bind(receipt);
+    else await this.options.store.markSendFailed(run.runId, "INSTANCE_CHANGED");
+    return { deviceId: run.deviceId, runId: run.runId, receipt };
+  }
+
+  private async interrupt(run: RunRecord): Promise<void> {
+    if (run.stopKey === undefined) return;
+    const live = this.requireLive();
+    const answer = await live.link.request(
+      { type: "turn.stop", machineId: run.machineId, agentId: run.agentId, idempotencyKey: run.stopKey },
+      turnSendResultSchema,
+    );
+    const outcome = answer.ok ? answer.value.status : answer.error.code;
+    this.options.metrics.sends.inc({ operation: "turn.stop", answer: outcome });
+    this.options.log.info({ runId: run.runId, outcome }, "turn.stop answered");
+  }
+
+  private async bind(receipt: Receipt): Promise<void> {
+    const { outcome } = await this.options.store.bindReceipt(receipt);
+    if (outcome === "conflict") this.options.metrics.receiptConflicts.inc({ source: "turn.send" });
+    if (outcome === "bound") this.options.receiptBound();
+  }
+
+  private requireLive(): LiveLink {
+    const live = this.options.live();
+    if (!live) throw new NotConnected("harness not connected");
+    return live;
+  }
+}
+
+function storedReceipt(run: RunRecord): Receipt | null {
+  if (run.receipt === undefined) return null;
+  return receiptSchema.parse(JSON.parse(run.receipt));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,21 @@
+import { z } from "zod";
+import { envBool, envInt } from "../../libs/config/env-fields.js";
+
+export const routerConfigSchema = z
+  .object({
+    AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters"),
+    /** The Harness verifies our per-device tokens with its own AUTH_JWT_SECRET; one deployment shares it. */
+    HARNESS_JWT_SECRET: z.string().min(16, "at least 16 characters").optional(),
+    HARNESS_URL: z
+      .string()
+      .regex(/^wss?:\/\//, "a ws:// or wss:// URL")
+      .default("ws://127.0.0.1:8080/v1/harness/ws"),
+    TURN_CORRELATION_V2: envBool(true),
+    ROUTER_LEASE_TTL_MS: envInt(15_000, 300),
+    HARNESS_REQUEST_TIMEOUT_MS: envInt(5_000, 50),
+    HARNESS_RECONNECT_MS: envInt(1_000, 10),
+    ROUTER_INSTANCE_ID: z.string().min(1).max(128).optional(),
+    FAILPOINT: z.string().optional(),
+  })
+  .transform((env) => ({ ...env, HARNESS_JWT_SECRET: env.HARNESS_JWT_SECRET ?? env.AUTH_JWT_SECRET }));
+export type RouterConfig = z.infer<typeof routerConfigSchema>;

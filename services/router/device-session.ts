@@ -1,0 +1,179 @@
+import type { Redis } from "ioredis";
+import { signToken } from "../../libs/auth/tokens.js";
+import {
+  helloResultSchema,
+  PROTOCOL_VERSION,
+  receiptGetResultSchema,
+  TURN_CORRELATION_V2,
+} from "../../libs/contract/harness-wire.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import { Failpoint } from "../../libs/os-store/failpoint.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { CommandProcessor, type LiveLink } from "./command-processor.js";
+import type { RouterConfig } from "./config.js";
+import { EventIntake } from "./event-intake.js";
+import { HarnessLink } from "./harness-link.js";
+import type { RouterMetrics } from "./router-metrics.js";
+import { RouterStore } from "./router-store.js";
+
+export interface SessionDeps {
+  deviceId: string;
+  leaseOwner: string;
+  config: RouterConfig;
+  redis: Redis;
+  reader: Redis;
+  keys: Keyspace;
+  metrics: RouterMetrics;
+  log: Logger;
+}
+
+/**
+ * The one Harness session of one device, held while this replica owns the device's lease: hello with
+ * `turn.correlation.v2` resuming from the persisted cursor, every inbound frame handled strictly in arrival order,
+ * receipts reconciled with `receipt.get` after each hello and resync (never an input resent), and the device's
+ * commands executed. A frame that cannot be staged closes the connection, so the Harness replays it.
+ */
+export class DeviceSession {
+  private readonly store: RouterStore;
+  private readonly intake: EventIntake;
+  private readonly commands: CommandProcessor;
+  private live: LiveLink | undefined;
+  private link: HarnessLink | undefined;
+  private generation = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private active = true;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly deps: SessionDeps) {
+    const log = deps.log.child({ deviceId: deps.deviceId });
+    this.deps = { ...deps, log };
+    this.store = new RouterStore(deps.redis, new OsDeviceKeys(deps.keys, deps.deviceId), deps.leaseOwner);
+    const failpoint = new Failpoint(deps.config.FAILPOINT, deps.redis, deps.keys);
+    this.intake = new EventIntake(this.store, deps.redis, deps.keys, deps.metrics, failpoint, log, {
+      receiptBound: () => this.enqueue(() => this.intake.reevaluateWaiting()),
+      resynced: () => void this.reconcile(),
+    });
+    this.commands = new CommandProcessor({
+      reader: deps.reader,
+      redis: deps.redis,
+      keys: deps.keys,
+      store: this.store,
+      live: () => this.live,
+      metrics: deps.metrics,
+      log,
+      retryDelayMs: deps.config.HARNESS_RECONNECT_MS,
+      receiptBound: () => this.enqueue(() => this.intake.reevaluateWaiting()),
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.commands.start();
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.active = false;
+    this.link?.close();
+    await this.loop;
+    await this.commands.stop();
+    await this.queue;
+    this.deps.reader.disconnect();
+  }
+
+  private async run(): Promise<void> {
+    while (this.active) {
+      try {
+        await this.connectOnce();
+      } catch (error) {
+        this.deps.log.warn({ err: errorMessage(error) }, "harness session ended");
+      }
+      this.live = undefined;
+      if (this.active) await sleep(this.deps.config.HARNESS_RECONNECT_MS);
+    }
+  }
+
+  private async connectOnce(): Promise<void> {
+    await this.queue;
+    const generation = ++this.generation;
+    let closed: () => void = () => undefined;
+    const ended = new Promise<void>((resolve) => (closed = resolve));
+    const { config, deviceId } = this.deps;
+    const token = await signToken(config.HARNESS_JWT_SECRET, { sub: deviceId, expiresInSeconds: 3600 });
+    const link = new HarnessLink({
+      url: config.HARNESS_URL,
+      token,
+      requestTimeoutMs: config.HARNESS_REQUEST_TIMEOUT_MS,
+      log: this.deps.log,
+      onFrame: (frame) => this.enqueue(() => this.intake.handleFrame(frame), generation),
+      onClose: () => closed(),
+    });
+    this.link = link;
+    try {
+      await link.open();
+      if (!this.active) return;
+      const cursor = await this.store.cursor();
+      const hello = await link.request(
+        {
+          type: "hello",
+          proto: PROTOCOL_VERSION,
+          capabilities: config.TURN_CORRELATION_V2 ? [TURN_CORRELATION_V2] : [],
+          ...(cursor
+            ? { resume: { serverInstanceId: cursor.transportInstanceId, cursor: cursor.cursor } }
+            : {}),
+        },
+        helloResultSchema,
+      );
+      if (!hello.ok) {
+        throw new Error(`hello refused: ${hello.error.code} ${hello.error.message}`);
+      }
+      this.live = { link, transportInstanceId: hello.value.serverInstanceId };
+      this.deps.log.info(
+        { transportInstanceId: hello.value.serverInstanceId, resumed: hello.value.resumed },
+        "harness session open",
+      );
+      this.enqueue(() => this.intake.reevaluateWaiting(), generation);
+      void this.reconcile();
+      await ended;
+    } finally {
+      link.close();
+    }
+  }
+
+  /** Frames and re-evaluations run one at a time; after a failure the rest of that connection's work is dropped. */
+  private enqueue(task: () => Promise<void>, generation = this.generation): void {
+    this.queue = this.queue.then(async () => {
+      if (generation !== this.generation || !this.active) return;
+      try {
+        await task();
+      } catch (error) {
+        this.generation += 1;
+        this.deps.log.error({ err: errorMessage(error) }, "harness frame not staged; reconnecting to replay");
+        this.link?.close();
+      }
+    });
+  }
+
+  /** Asks the Harness for the receipt of every outstanding run and binds what it answers; never resends. */
+  private async reconcile(): Promise<void> {
+    try {
+      for (const run of await this.store.pendingRuns()) {
+        const live = this.live;
+        if (!live) return;
+        const answer = await live.link.request(
+          { type: "receipt.get", idempotencyKey: run.idempotencyKey },
+          receiptGetResultSchema,
+        );
+        if (!answer.ok || !answer.value.receipt) continue;
+        const { outcome } = await this.store.bindReceipt(answer.value.receipt);
+        if (outcome === "conflict") this.deps.metrics.receiptConflicts.inc({ source: "receipt.get" });
+        if (outcome === "bound") this.enqueue(() => this.intake.reevaluateWaiting());
+      }
+    } catch (error) {
+      this.deps.log.warn({ err: errorMessage(error) }, "receipt reconciliation interrupted");
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

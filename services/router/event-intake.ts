@@ -1,0 +1,180 @@
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { canonicalHash } from "../../libs/contract/canonical-json.js";
+import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
+import { STREAMS } from "../../libs/contract/streams.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import type { Failpoint } from "../../libs/os-store/failpoint.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { appendToStream } from "../../libs/streams/stream-writer.js";
+import { resolveLegacySummary } from "./legacy-summary.js";
+import { resolveMembers } from "./member-resolution.js";
+import { isVerdict, readCorrelatedClaim } from "./result-claim.js";
+import type { RouterMetrics } from "./router-metrics.js";
+import type { CursorMove, RouterStore } from "./router-store.js";
+import { reject, type EventOrigin, type Verdict } from "./verdict.js";
+
+const envelopeSchema = z.looseObject({
+  type: z.literal("event"),
+  eventId: z.number().int().positive(),
+  serverInstanceId: z.string().min(1),
+  agentId: z.string().min(1),
+  machineId: z.string().min(1).optional(),
+  kind: z.string().min(1),
+  payload: z.record(z.string(), z.unknown()),
+});
+
+/** A result held in `B:waiting` until its members' receipts bind. */
+const waitingEntrySchema = z.strictObject({
+  frame: z.record(z.string(), z.unknown()),
+  origin: z.strictObject({
+    transportInstanceId: z.string(),
+    eventId: z.number().int(),
+    agentId: z.string(),
+    machineId: z.string().optional(),
+    kind: z.string(),
+  }),
+});
+
+export interface IntakeHooks {
+  /** A receipt bound: held results may now apply. */
+  receiptBound(): void;
+  /** The Harness changed instance or lost our cursor: reconcile outstanding receipts. */
+  resynced(transportInstanceId: string): void;
+}
+
+/**
+ * Turns each Harness frame of one device session into exactly one durable decision (routed to `os.routed`,
+ * rejected, held, or ignored) and only then advances the resume cursor. A store failure throws before the cursor
+ * moves, so the frame is replayed after reconnect.
+ */
+export class EventIntake {
+  constructor(
+    private readonly store: RouterStore,
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+    private readonly metrics: RouterMetrics,
+    private readonly failpoint: Failpoint,
+    private readonly log: Logger,
+    private readonly hooks: IntakeHooks,
+  ) {}
+
+  async handleFrame(frame: Record<string, unknown>): Promise<void> {
+    if (frame.type === "resync") return this.handleResync(frame);
+    if (frame.type !== "event") {
+      this.log.warn({ type: frame.type }, "unexpected frame from the harness");
+      return;
+    }
+    const envelope = envelopeSchema.safeParse(frame);
+    if (!envelope.success) {
+      const verdict = reject("INVALID_EVENT", envelope.error.issues[0]?.message ?? "invalid envelope");
+      return this.apply(verdict, frame, undefined, undefined);
+    }
+    const event = envelope.data;
+    const origin: EventOrigin = {
+      transportInstanceId: event.serverInstanceId,
+      eventId: event.eventId,
+      agentId: event.agentId,
+      machineId: event.machineId,
+      kind: event.kind,
+    };
+    const move = { transportInstanceId: event.serverInstanceId, cursor: event.eventId };
+    if (event.kind === "receipt.updated") return this.handleReceiptUpdate(event.payload, move);
+    if (event.kind !== "turn.result" && event.kind !== "turn.summary") {
+      // Lifecycle events never resolve or replace a result; they only move the cursor.
+      this.metrics.events.inc({ kind: event.kind, verdict: "ignored" });
+      await this.store.stage({ action: "ignore" }, move);
+      return;
+    }
+    return this.apply(await this.evaluate(frame, origin), frame, origin, move);
+  }
+
+  /** Re-evaluates every held result (after a receipt bound, and when a session starts). */
+  async reevaluateWaiting(): Promise<void> {
+    for (const [field, json] of await this.store.waiting()) {
+      const entry = waitingEntrySchema.parse(JSON.parse(json));
+      const verdict = await this.evaluate(entry.frame, entry.origin);
+      if (verdict.verdict !== "wait") await this.apply(verdict, entry.frame, entry.origin, undefined, field);
+    }
+  }
+
+  private async evaluate(frame: Record<string, unknown>, origin: EventOrigin): Promise<Verdict> {
+    const now = Date.now();
+    const payload = frame.payload;
+    const correlated = typeof payload === "object" && payload !== null && "correlation" in payload;
+    if (origin.kind === "turn.summary" && !correlated)
+      return resolveLegacySummary(this.store, frame, origin, now);
+    const claim = readCorrelatedClaim(frame);
+    if (isVerdict(claim)) return claim;
+    return resolveMembers(this.store, claim, origin, now);
+  }
+
+  private async apply(
+    verdict: Verdict,
+    frame: Record<string, unknown>,
+    origin: EventOrigin | undefined,
+    move: CursorMove | undefined,
+    heldAs?: string,
+  ): Promise<void> {
+    const identity = canonicalHash({ kind: frame.kind, agentId: frame.agentId, payload: frame.payload });
+    this.metrics.events.inc({ kind: String(origin?.kind ?? frame.kind), verdict: verdict.verdict });
+    if (verdict.verdict === "route") {
+      await appendToStream(this.redis, this.keys, STREAMS.osRouted, verdict.routed);
+      await this.failpoint.reach("router.after-stage");
+      await this.store.stage({ action: "routed", waitingField: heldAs }, move);
+      return;
+    }
+    if (verdict.verdict === "wait") {
+      const waitingJson = JSON.stringify({ frame, origin });
+      await this.store.stage({ action: "wait", waitingField: identity, waitingJson }, move);
+      return;
+    }
+    const recorded = await this.store.stage(
+      {
+        action: "reject",
+        waitingField: heldAs,
+        rejectionId: identity,
+        rejection: {
+          reason: verdict.reason,
+          detail: verdict.detail,
+          kind: String(frame.kind ?? frame.type),
+          agentId: origin?.agentId,
+          transportInstanceId: origin?.transportInstanceId,
+          eventId: origin?.eventId,
+          serverInstanceId: verdict.serverInstanceId,
+          resultId: verdict.resultId,
+          rejectedBy: "router",
+          at: Date.now(),
+        },
+      },
+      move,
+    );
+    if (recorded) this.metrics.rejectedEvents.inc({ reason: verdict.reason });
+    this.log.warn({ reason: verdict.reason, detail: verdict.detail }, "harness event rejected");
+  }
+
+  private async handleReceiptUpdate(payload: Record<string, unknown>, move: CursorMove): Promise<void> {
+    const parsed = receiptUpdatedPayloadSchema.safeParse(payload);
+    if (parsed.success) {
+      const { outcome } = await this.store.bindReceipt(parsed.data.receipt);
+      if (outcome === "conflict") this.metrics.receiptConflicts.inc({ source: "receipt.updated" });
+      if (outcome === "bound") this.hooks.receiptBound();
+    } else {
+      this.log.warn({ issue: parsed.error.issues[0]?.message }, "receipt.updated payload is invalid");
+    }
+    this.metrics.events.inc({ kind: "receipt.updated", verdict: parsed.success ? "applied" : "invalid" });
+    await this.store.stage({ action: "ignore" }, move);
+  }
+
+  private async handleResync(frame: Record<string, unknown>): Promise<void> {
+    const parsed = resyncSchema.safeParse(frame);
+    if (!parsed.success) {
+      this.log.warn({ issue: parsed.error.issues[0]?.message }, "invalid resync frame");
+      return;
+    }
+    const { serverInstanceId, cursor } = parsed.data;
+    this.metrics.events.inc({ kind: "resync", verdict: parsed.data.reason });
+    await this.store.stage({ action: "resync" }, { transportInstanceId: serverInstanceId, cursor });
+    this.hooks.resynced(serverInstanceId);
+  }
+}

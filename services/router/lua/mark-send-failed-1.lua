@@ -1,0 +1,9 @@
+-- The Harness refused the input: the run can never get a result, so it leaves the pending index as `unknown`.
+-- KEYS[1] = B; ARGV: runId, errorCode
+local runKey = KEYS[1] .. ':run:' .. ARGV[1]
+if redis.call('HGET', runKey, 'state') ~= 'pending' or redis.call('HEXISTS', runKey, 'deliveryId') == 1 then
+  return 0
+end
+redis.call('HSET', runKey, 'state', 'unknown', 'sendError', ARGV[2])
+redis.call('ZREM', KEYS[1] .. ':runs:pending', ARGV[1])
+return 1

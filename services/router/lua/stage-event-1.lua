@@ -1,0 +1,29 @@
+-- Records what the router decided about one Harness frame and advances the resume cursor in the same step,
+-- fenced by the device lease (a replica that lost the lease must not move the cursor).
+-- KEYS[1] = B
+-- ARGV: leaseOwner, action ('routed' | 'reject' | 'wait' | 'ignore' | 'resync'), transportInstanceId,
+--       cursor ('' = leave the cursor), waitingField, waitingJson, rejectionId, rejectionJson
+local base = KEYS[1]
+if redis.call('GET', base .. ':lease') ~= ARGV[1] then
+  return redis.error_reply('LEASE_LOST')
+end
+local action, waitingField = ARGV[2], ARGV[5]
+local recorded = 0
+if action == 'wait' then
+  redis.call('HSET', base .. ':waiting', waitingField, ARGV[6])
+elseif waitingField ~= '' then
+  redis.call('HDEL', base .. ':waiting', waitingField)
+end
+if action == 'reject' and redis.call('SADD', base .. ':rejections-ids', ARGV[7]) == 1 then
+  redis.call('XADD', base .. ':rejections', '*', 'payload', ARGV[8])
+  recorded = 1
+end
+if ARGV[4] ~= '' then
+  local cursorKey = base .. ':cursor'
+  local current = redis.call('HMGET', cursorKey, 'serverInstanceId', 'cursor')
+  local incoming = tonumber(ARGV[4])
+  if action == 'resync' or current[1] ~= ARGV[3] or tonumber(current[2]) < incoming then
+    redis.call('HSET', cursorKey, 'serverInstanceId', ARGV[3], 'cursor', ARGV[4])
+  end
+end
+return recorded

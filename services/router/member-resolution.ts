@@ -1,0 +1,104 @@
+import type { OsRouted } from "../../libs/contract/streams.js";
+import { resultKeyOf } from "../../libs/os-store/os-keys.js";
+import type { RunRecord } from "../../libs/os-store/run-record.js";
+import { resultContentHash } from "./result-identity.js";
+import type { RouterStore } from "./router-store.js";
+import { reject, type EventOrigin, type ResultClaim, type Verdict } from "./verdict.js";
+
+type MemberFinding = { found: "run"; run: RunRecord } | { found: "unbound"; run: RunRecord } | Verdict;
+
+/**
+ * Resolves every member of a claimed result to a run of this device, by the exact pair (deliveryId, key): no
+ * fallback to the agent or the latest run. Any explicit mismatch rejects the whole event; members whose receipt
+ * has not bound yet make it wait; only when every member checks out is the result routed.
+ */
+export async function resolveMembers(
+  store: RouterStore,
+  claim: ResultClaim,
+  origin: EventOrigin,
+  now: number,
+): Promise<Verdict> {
+  const resultKey = resultKeyOf(claim.serverInstanceId, claim.resultId);
+  const runIds: string[] = [];
+  let unbound = 0;
+  for (const member of claim.members) {
+    const finding = await findMember(store, member);
+    if ("verdict" in finding) return { ...finding, ...identityOf(claim) };
+    const problem = mismatchOf(finding.run, claim, origin, resultKey, finding.found === "run");
+    if (problem) return problem;
+    if (finding.found === "unbound") unbound += 1;
+    runIds.push(finding.run.runId);
+  }
+  if (unbound > 0) return { verdict: "wait", detail: `${unbound} member receipt(s) not bound yet` };
+  return { verdict: "route", routed: routedOf(store, claim, origin, runIds, now) };
+}
+
+async function findMember(
+  store: RouterStore,
+  member: ResultClaim["members"][number],
+): Promise<MemberFinding> {
+  const byDelivery = await store.runIdByDelivery(member.deliveryId);
+  if (byDelivery !== null) {
+    const run = await store.run(byDelivery);
+    if (!run) return reject("UNKNOWN_MEMBER", `delivery ${member.deliveryId} names no run`);
+    if (run.idempotencyKey !== member.idempotencyKey)
+      return reject("KEY_MISMATCH", `delivery ${member.deliveryId} belongs to another key`);
+    return { found: "run", run };
+  }
+  const byKey = await store.runIdByKey(member.idempotencyKey);
+  const run = byKey === null ? undefined : await store.run(byKey);
+  if (!run) return reject("UNKNOWN_MEMBER", `no run of this device has key ${member.idempotencyKey}`);
+  if (run.deliveryId !== undefined)
+    return reject("DELIVERY_MISMATCH", `key ${member.idempotencyKey} is bound to another delivery`);
+  return { found: "unbound", run };
+}
+
+function mismatchOf(
+  run: RunRecord,
+  claim: ResultClaim,
+  origin: EventOrigin,
+  resultKey: string,
+  bound: boolean,
+): Verdict | undefined {
+  const identity = identityOf(claim);
+  if (run.agentId !== origin.agentId)
+    return reject("AGENT_MISMATCH", `run ${run.runId} belongs to agent ${run.agentId}`, identity);
+  if (bound && run.serverInstanceId !== claim.serverInstanceId)
+    return reject("INSTANCE_MISMATCH", `run ${run.runId} was received by another instance`, identity);
+  // A run already resolved by this very result is forwarded: the resolver dedupes it or flags changed content.
+  if (run.state !== "pending" && run.resultKey !== resultKey)
+    return reject("MEMBER_NOT_PENDING", `run ${run.runId} is ${run.state}`, identity);
+  return undefined;
+}
+
+function routedOf(
+  store: RouterStore,
+  claim: ResultClaim,
+  origin: EventOrigin,
+  runIds: string[],
+  now: number,
+): OsRouted {
+  return {
+    deviceId: store.device.deviceId,
+    agentId: origin.agentId,
+    machineId: origin.machineId,
+    serverInstanceId: claim.serverInstanceId,
+    resultId: claim.resultId,
+    outcome: claim.outcome,
+    fullText: claim.fullText,
+    engineTurnId: claim.engineTurnId,
+    members: claim.members.map((member, index) => ({ runId: runIds[index] ?? "", ...member })),
+    contentHash: resultContentHash(claim),
+    source: {
+      wireKind: claim.wireKind,
+      transportInstanceId: origin.transportInstanceId,
+      eventId: origin.eventId,
+    },
+    routedAt: now,
+  };
+}
+
+const identityOf = (claim: ResultClaim) => ({
+  serverInstanceId: claim.serverInstanceId,
+  resultId: claim.resultId,
+});

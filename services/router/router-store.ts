@@ -1,0 +1,109 @@
+import type { Redis } from "ioredis";
+import type { Receipt } from "../../libs/contract/receipt.js";
+import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import type { RejectionRecord } from "../../libs/os-store/result-record.js";
+import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+
+const bindReceiptScript = LuaScript.fromFile(new URL("./lua/bind-receipt-1.lua", import.meta.url));
+const stageEventScript = LuaScript.fromFile(new URL("./lua/stage-event-1.lua", import.meta.url));
+const markSendFailedScript = LuaScript.fromFile(new URL("./lua/mark-send-failed-1.lua", import.meta.url));
+
+export type BindOutcome = "bound" | "refreshed" | "unknown_key" | "agent_mismatch" | "conflict";
+
+export type StageAction =
+  | { action: "routed"; waitingField?: string }
+  | { action: "reject"; waitingField?: string; rejectionId: string; rejection: RejectionRecord }
+  | { action: "wait"; waitingField: string; waitingJson: string }
+  | { action: "ignore" }
+  | { action: "resync" };
+
+/** Where a staged frame moves the resume cursor (absent: re-evaluation of a held result, cursor untouched). */
+export interface CursorMove {
+  transportInstanceId: string;
+  cursor: number;
+}
+
+/** The router's reads and atomic writes on one device's OS store. */
+export class RouterStore {
+  readonly device: OsDeviceKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    device: OsDeviceKeys,
+    private readonly leaseOwner: string,
+  ) {
+    this.device = device;
+  }
+
+  async run(runId: string): Promise<RunRecord | undefined> {
+    return parseRunRecord(await this.redis.hgetall(this.device.run(runId)));
+  }
+
+  async runIdByKey(idempotencyKey: string): Promise<string | null> {
+    return this.redis.get(this.device.idempotencyKey(idempotencyKey));
+  }
+
+  async runIdByDelivery(deliveryId: string): Promise<string | null> {
+    return this.redis.get(this.device.delivery(deliveryId));
+  }
+
+  async pendingRuns(): Promise<RunRecord[]> {
+    const runIds = await this.redis.zrange(this.device.pendingRuns, 0, -1);
+    const runs = await Promise.all(runIds.map((runId) => this.run(runId)));
+    return runs.filter((run): run is RunRecord => run?.state === "pending");
+  }
+
+  async cursor(): Promise<CursorMove | undefined> {
+    const [transportInstanceId, cursor] = await this.redis.hmget(
+      this.device.cursor,
+      "serverInstanceId",
+      "cursor",
+    );
+    if (!transportInstanceId || cursor === null) return undefined;
+    return { transportInstanceId, cursor: Number(cursor) };
+  }
+
+  async waiting(): Promise<Map<string, string>> {
+    return new Map(Object.entries(await this.redis.hgetall(this.device.waiting)));
+  }
+
+  async bindReceipt(receipt: Receipt): Promise<{ outcome: BindOutcome; runId: string }> {
+    const [outcome, runId] = (await bindReceiptScript.run(
+      this.redis,
+      [this.device.base],
+      [
+        receipt.idempotencyKey,
+        receipt.agentId,
+        receipt.deliveryId,
+        receipt.serverInstanceId,
+        receipt.state,
+        JSON.stringify(receipt),
+      ],
+    )) as [BindOutcome, string];
+    return { outcome, runId };
+  }
+
+  async markSendAttempt(runId: string, transportInstanceId: string): Promise<void> {
+    await this.redis.hsetnx(this.device.run(runId), "sentVia", transportInstanceId);
+  }
+
+  async markSendFailed(runId: string, code: string): Promise<void> {
+    await markSendFailedScript.run(this.redis, [this.device.base], [runId, code]);
+  }
+
+  /** Returns whether a rejection was newly recorded (a replayed rejected event is recorded once). */
+  async stage(step: StageAction, move: CursorMove | undefined): Promise<boolean> {
+    const args = [
+      this.leaseOwner,
+      step.action,
+      move?.transportInstanceId ?? "",
+      move === undefined ? "" : String(move.cursor),
+      "waitingField" in step ? (step.waitingField ?? "") : "",
+      step.action === "wait" ? step.waitingJson : "",
+      step.action === "reject" ? step.rejectionId : "",
+      step.action === "reject" ? JSON.stringify(step.rejection) : "",
+    ];
+    return (await stageEventScript.run(this.redis, [this.device.base], args)) === 1;
+  }
+}

@@ -1,0 +1,141 @@
+import type { Redis } from "ioredis";
+import { Counter, type Registry } from "prom-client";
+import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import { recordOnce } from "../../libs/os-store/audit-log.js";
+import type { Failpoint } from "../../libs/os-store/failpoint.js";
+import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
+import { rejectionReasonSchema } from "../../libs/os-store/result-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+import { appendToStream } from "../../libs/streams/stream-writer.js";
+
+const storeResult = LuaScript.fromFile(new URL("./lua/store-result-1.lua", import.meta.url));
+
+type StoreOutcome =
+  "stored" | "stored_not_emitted" | "already_emitted" | "content_changed" | "member_invalid";
+
+function counterOf(registry: Registry, name: string, help: string, labelNames: string[]): Counter {
+  const existing = registry.getSingleMetric(name);
+  if (existing instanceof Counter) return existing;
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+/**
+ * Applies one routed result: one Lua step stores it and resolves exactly its members (or finds it already
+ * stored), then `os.resolved` is emitted and the result marked emitted. Redelivery at any point changes nothing:
+ * a stored-but-not-emitted result is emitted once more, an emitted one emits nothing.
+ */
+export class ResultResolution {
+  private readonly protocolErrors: Counter;
+  private readonly outcomes: Counter;
+  private readonly rejected: Counter;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+    private readonly failpoint: Failpoint,
+    private readonly log: Logger,
+    registry: Registry,
+  ) {
+    this.protocolErrors = counterOf(
+      registry,
+      "os_protocol_errors_total",
+      "Results whose id came back with different content or membership",
+      ["code"],
+    );
+    this.outcomes = counterOf(registry, "os_results_applied_total", "Routed results by store outcome", [
+      "outcome",
+    ]);
+    this.rejected = counterOf(
+      registry,
+      "os_rejected_events_total",
+      "Harness result events rejected whole by the router, by reason",
+      ["reason"],
+    );
+  }
+
+  async apply(routed: OsRouted): Promise<void> {
+    const device = new OsDeviceKeys(this.keys, routed.deviceId);
+    const resultKey = resultKeyOf(routed.serverInstanceId, routed.resultId);
+    const [outcome, detail, runId] = (await storeResult.run(
+      this.redis,
+      [device.base],
+      [
+        resultKey,
+        routed.resultId,
+        routed.serverInstanceId,
+        routed.deviceId,
+        routed.agentId,
+        routed.outcome,
+        routed.fullText,
+        routed.engineTurnId ?? "",
+        JSON.stringify(routed.members),
+        routed.contentHash,
+        Date.now(),
+        routed.members.length,
+        ...routed.members.flatMap((member) => [member.runId, member.deliveryId, member.idempotencyKey]),
+      ],
+    )) as [StoreOutcome, string, string?];
+    this.outcomes.inc({ outcome });
+    if (outcome === "content_changed") return this.recordProtocolError(device, routed, detail);
+    if (outcome === "member_invalid") return this.recordRejection(device, routed, detail, runId ?? "");
+    if (outcome === "already_emitted") return;
+    await this.failpoint.reach("run-resolver.after-store");
+    await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
+      deviceId: routed.deviceId,
+      serverInstanceId: routed.serverInstanceId,
+      resultId: routed.resultId,
+      resolvedAt: Date.now(),
+    });
+    await this.redis.hsetnx(device.result(resultKey), "emittedAt", Date.now());
+  }
+
+  private async recordProtocolError(device: OsDeviceKeys, routed: OsRouted, storedHash: string) {
+    const recorded = await recordOnce(
+      this.redis,
+      device.base,
+      "protocol-errors",
+      `${resultKeyOf(routed.serverInstanceId, routed.resultId)}|${routed.contentHash}`,
+      {
+        code: "RESULT_CONTENT_CHANGED",
+        serverInstanceId: routed.serverInstanceId,
+        resultId: routed.resultId,
+        storedHash,
+        receivedHash: routed.contentHash,
+        transportInstanceId: routed.source.transportInstanceId,
+        eventId: routed.source.eventId,
+        at: Date.now(),
+      },
+    );
+    if (recorded) this.protocolErrors.inc({ code: "RESULT_CONTENT_CHANGED" });
+    this.log.error(
+      { deviceId: routed.deviceId, resultId: routed.resultId, storedHash, receivedHash: routed.contentHash },
+      "protocol error: result id reused with different content or membership",
+    );
+  }
+
+  /** A member changed between routing and storing (e.g. another result resolved it): nothing is applied. */
+  private async recordRejection(device: OsDeviceKeys, routed: OsRouted, reason: string, runId: string) {
+    const parsedReason = rejectionReasonSchema.parse(reason);
+    const recorded = await recordOnce(
+      this.redis,
+      device.base,
+      "rejections",
+      `resolver|${resultKeyOf(routed.serverInstanceId, routed.resultId)}|${routed.contentHash}`,
+      {
+        reason: parsedReason,
+        detail: `run ${runId} no longer matches`,
+        kind: routed.source.wireKind,
+        agentId: routed.agentId,
+        transportInstanceId: routed.source.transportInstanceId,
+        eventId: routed.source.eventId,
+        serverInstanceId: routed.serverInstanceId,
+        resultId: routed.resultId,
+        rejectedBy: "run-resolver",
+        at: Date.now(),
+      },
+    );
+    if (recorded) this.rejected.inc({ reason: parsedReason });
+  }
+}

@@ -1,0 +1,141 @@
+import { randomUUID } from "node:crypto";
+import { STREAMS } from "../../libs/contract/streams.js";
+import type { Receipt } from "../../libs/contract/receipt.js";
+import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+import { RouterStore } from "../../services/router/router-store.js";
+import type { TestRedis } from "../helpers/test-redis.js";
+import type { ScriptedHarnessPeer } from "./harness-peer.js";
+
+export const JWT_SECRET = "os-test-secret-0123456789abcdef";
+export const AGENT = "agent-fixture";
+export const MACHINE = "machine-fixture";
+export const ORIGIN = "originating-instance";
+
+const registerRun = LuaScript.fromFile(
+  new URL("../../services/device-gateway/lua/register-run-1.lua", import.meta.url),
+);
+
+/** Environment for OS services under test: a fresh prefix, the scripted peer, short leases and waits. */
+export function osEnv(t: TestRedis, peer: ScriptedHarnessPeer, extra: Record<string, string> = {}) {
+  return {
+    REDIS_URL: t.url,
+    KEY_PREFIX: t.keys.prefix,
+    PORT: "0",
+    LOG_LEVEL: "silent",
+    AUTH_JWT_SECRET: JWT_SECRET,
+    HARNESS_URL: peer.url,
+    ROUTER_LEASE_TTL_MS: "1500",
+    HARNESS_REQUEST_TIMEOUT_MS: "1000",
+    HARNESS_RECONNECT_MS: "100",
+    STREAM_BLOCK_MS: "100",
+    STREAM_RETRY_DELAY_MS: "50",
+    ...extra,
+  };
+}
+
+export interface SeededRun {
+  key: string;
+  deliveryId?: string;
+  agentId?: string;
+  serverInstanceId?: string;
+  replyRoute?: "voice" | "display" | "silent";
+}
+
+/**
+ * Registers a pending run exactly as the device-gateway does (same Lua step) with a chosen key and, when a
+ * deliveryId is given, binds its receipt as the router would; the peer learns the receipt too.
+ */
+export async function seedRun(
+  t: TestRedis,
+  peer: ScriptedHarnessPeer,
+  deviceId: string,
+  spec: SeededRun,
+): Promise<string> {
+  const device = new OsDeviceKeys(t.keys, deviceId);
+  await t.redis.sadd(knownDevicesKey(t.keys), deviceId);
+  const runId = `run-${spec.key}-${randomUUID().slice(0, 8)}`;
+  const now = Date.now();
+  const command = JSON.stringify({ kind: "send", runId, replyTo: "seed", at: now });
+  await registerRun.run(
+    t.redis,
+    [device.base],
+    [
+      randomUUID(),
+      runId,
+      spec.key,
+      "seed",
+      deviceId,
+      spec.agentId ?? AGENT,
+      MACHINE,
+      `prompt for ${spec.key}`,
+      "voice-target-1",
+      now + 600_000,
+      spec.replyRoute ?? "voice",
+      now,
+      command,
+    ],
+  );
+  if (spec.deliveryId) {
+    const receipt = receiptFor(spec.key, spec.deliveryId, spec.agentId ?? AGENT, spec.serverInstanceId);
+    await new RouterStore(t.redis, device, "seed").bindReceipt(receipt);
+    peer.remember(deviceId, receipt);
+  }
+  return runId;
+}
+
+export function receiptFor(key: string, deliveryId: string, agentId = AGENT, instance = ORIGIN): Receipt {
+  return {
+    idempotencyKey: key,
+    deliveryId,
+    operation: "turn.send",
+    state: "delivered",
+    machineId: MACHINE,
+    agentId,
+    serverInstanceId: instance,
+    turnId: null,
+    error: null,
+    at: Date.now(),
+  };
+}
+
+export async function runOf(t: TestRedis, deviceId: string, runId: string): Promise<RunRecord | undefined> {
+  return parseRunRecord(await t.redis.hgetall(new OsDeviceKeys(t.keys, deviceId).run(runId)));
+}
+
+export async function statesOf(t: TestRedis, deviceId: string, runIds: Record<string, string>) {
+  const states: Record<string, string | undefined> = {};
+  for (const [name, runId] of Object.entries(runIds)) states[name] = (await runOf(t, deviceId, runId))?.state;
+  return states;
+}
+
+/** Sum of `os_router_frames_total` on a service's /metrics: one per Harness frame the router staged. */
+export async function framesHandled(baseUrl: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split("\n"))
+    if (line.startsWith("os_router_frames_total{")) total += Number(line.split(" ").at(-1));
+  return total;
+}
+
+/** True when the run-resolver group has read and acked everything in `os.routed`. */
+export async function resolverIdle(t: TestRedis): Promise<boolean> {
+  const streamKey = t.keys.stream(STREAMS.osRouted.name);
+  if ((await t.redis.exists(streamKey)) === 0) return true;
+  const groups = (await t.redis.xinfo("GROUPS", streamKey)) as unknown[][];
+  const group = groups.find((fields) => fields[1] === "run-resolver");
+  if (!group) return false;
+  const field = (name: string) => group[group.indexOf(name) + 1];
+  const last = (await t.redis.xrevrange(streamKey, "+", "-", "COUNT", 1))[0]?.[0];
+  return Number(field("pending")) === 0 && (last === undefined || field("last-delivered-id") === last);
+}
+
+export async function streamLength(t: TestRedis, name: string): Promise<number> {
+  return t.redis.xlen(t.keys.stream(name));
+}
+
+export async function rejectionsOf(t: TestRedis, deviceId: string) {
+  const entries = await t.redis.xrange(new OsDeviceKeys(t.keys, deviceId).rejections, "-", "+");
+  return entries.map(([, fields]) => JSON.parse(fields[1] ?? "{}") as { reason: string; rejectedBy: string });
+}
