@@ -1,0 +1,120 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { canonicalHash } from "../../../libs/contract/canonical-json.js";
+import type { TurnSendRequest, TurnStopRequest } from "../../../libs/contract/harness-wire.js";
+import { receiptSchema, type Receipt } from "../../../libs/contract/receipt.js";
+import { STREAMS, type HarnessDispatch } from "../../../libs/contract/streams.js";
+import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { appendToStream } from "../../../libs/streams/stream-writer.js";
+import { HarnessDeviceKeys } from "../store/harness-keys.js";
+
+const reserveScript = LuaScript.fromFile(new URL("../lua/reserve-1.lua", import.meta.url));
+
+export type ReservableRequest = TurnSendRequest | TurnStopRequest;
+
+export type ReservationOutcome =
+  | { status: "accepted" | "duplicate"; receipt: Receipt }
+  | { status: "conflict" | "backpressure" | "revoked" };
+
+export interface ReservationLimits {
+  capacity: number;
+  retentionMs: number;
+}
+
+/**
+ * The dedupe identity of a request: canonical SHA-256 of every validated field except the correlation id
+ * (requestId), which a resend after a lost ack legitimately changes.
+ */
+export function requestHash(request: ReservableRequest): string {
+  return canonicalHash({ ...request, requestId: null });
+}
+
+/** Reservations and receipts of devices: reserve durably, then dispatch exactly once per reservation. */
+export class ReservationStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+    private readonly limits: ReservationLimits,
+  ) {}
+
+  async reserve(
+    deviceId: string,
+    request: ReservableRequest,
+    serverInstanceId: string,
+    tokenIssuedAt: number,
+  ): Promise<ReservationOutcome> {
+    const now = Date.now();
+    const deliveryId = randomUUID();
+    const receipt: Receipt = {
+      idempotencyKey: request.idempotencyKey,
+      deliveryId,
+      operation: request.type,
+      state: "queued",
+      machineId: request.machineId,
+      agentId: request.agentId,
+      serverInstanceId,
+      turnId: null,
+      error: null,
+      at: now,
+    };
+    const dispatch = dispatchOf(deviceId, deliveryId, request, now);
+    const device = new HarnessDeviceKeys(this.keys, deviceId);
+    const [status, stored] = (await reserveScript.run(
+      this.redis,
+      [device.base],
+      [
+        request.idempotencyKey,
+        requestHash(request),
+        JSON.stringify(receipt),
+        JSON.stringify(dispatch),
+        now,
+        this.limits.capacity,
+        this.limits.retentionMs,
+        tokenIssuedAt,
+      ],
+    )) as [string, string];
+    if (status === "accepted" || status === "duplicate") {
+      return { status, receipt: receiptSchema.parse(JSON.parse(stored)) };
+    }
+    if (status === "conflict" || status === "backpressure" || status === "revoked") return { status };
+    throw new Error(`reserve-1.lua answered an unknown status '${status}'`);
+  }
+
+  /** Appends the reservation's dispatch record, then marks it dispatched (a crash in between is swept later). */
+  async dispatch(deviceId: string, idempotencyKey: string): Promise<boolean> {
+    const device = new HarnessDeviceKeys(this.keys, deviceId);
+    const raw = await this.redis.hget(device.reservation(idempotencyKey), "dispatch");
+    if (!raw) {
+      await this.redis.zrem(device.undispatched, idempotencyKey);
+      return false;
+    }
+    await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, JSON.parse(raw) as HarnessDispatch);
+    await this.redis
+      .multi()
+      .zrem(device.undispatched, idempotencyKey)
+      .hdel(device.reservation(idempotencyKey), "dispatch")
+      .exec();
+    return true;
+  }
+
+  async receipt(deviceId: string, idempotencyKey: string): Promise<Receipt | null> {
+    const device = new HarnessDeviceKeys(this.keys, deviceId);
+    const raw = await this.redis.hget(device.reservation(idempotencyKey), "receipt");
+    return raw ? receiptSchema.parse(JSON.parse(raw)) : null;
+  }
+}
+
+function dispatchOf(deviceId: string, deliveryId: string, request: ReservableRequest, now: number): HarnessDispatch {
+  const target = {
+    deliveryId,
+    deviceId,
+    idempotencyKey: request.idempotencyKey,
+    agentId: request.agentId,
+    machineId: request.machineId,
+    reservedAt: now,
+  };
+  return request.type === "turn.send"
+    ? { kind: "input", ...target, text: request.text }
+    : { kind: "stop", ...target };
+}

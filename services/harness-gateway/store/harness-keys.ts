@@ -1,0 +1,78 @@
+import type { Keyspace } from "../../../libs/redis/keyspace.js";
+
+/**
+ * The Harness store of one device (docs/architecture.md "Harness store"). Every key shares the device's hash tag,
+ * so each Lua step of a device touches one Redis Cluster slot; scripts derive these names from the base key.
+ */
+export class HarnessDeviceKeys {
+  readonly base: string;
+
+  constructor(keys: Keyspace, deviceId: string) {
+    this.base = keys.harnessDevice(deviceId);
+  }
+
+  reservation(idempotencyKey: string): string {
+    return `${this.base}:res:${idempotencyKey}`;
+  }
+
+  /** zset idempotencyKey -> reservedAt (every retained reservation; its size is the capacity count). */
+  get reservations(): string {
+    return `${this.base}:res-order`;
+  }
+
+  /** zset idempotencyKey -> terminalAt: the only reservations that may be evicted. */
+  get terminalReservations(): string {
+    return `${this.base}:res-terminal`;
+  }
+
+  /** zset idempotencyKey -> reservedAt: reserved but not yet appended to harness.dispatch. */
+  get undispatched(): string {
+    return `${this.base}:undispatched`;
+  }
+
+  result(resultId: string): string {
+    return `${this.base}:result:${resultId}`;
+  }
+
+  /** zset resultId -> storedAt: the retained results, replayed on resync. */
+  get results(): string {
+    return `${this.base}:results`;
+  }
+
+  /** zset eventId -> eventId: the device's event log index. */
+  get events(): string {
+    return `${this.base}:events`;
+  }
+
+  /** hash eventId -> stored event body (JSON). */
+  get eventBodies(): string {
+    return `${this.base}:event-body`;
+  }
+
+  /** The last eventId handed out; never reused while the Redis data lives. */
+  get eventSequence(): string {
+    return `${this.base}:event-seq`;
+  }
+
+  /** The highest eventId trimmed from the log: a resume cursor below it missed events. */
+  get eventFloor(): string {
+    return `${this.base}:event-floor`;
+  }
+
+  /** Epoch ms of the device's last revocation; kept when everything else of the device is deleted. */
+  get revokedAt(): string {
+    return `${this.base}:revoked-at`;
+  }
+}
+
+/** The transport instance of this deployment's Harness: created once, lost only with the Redis data. */
+export const instanceKey = (keys: Keyspace) => keys.key("h", "instance");
+
+/** Live-delivery notifications: message = deviceId whose log grew. */
+export const eventsChannel = (keys: Keyspace) => keys.key("h", "events");
+
+/** Revocations: message = deviceId whose sessions must close. */
+export const revocationsChannel = (keys: Keyspace) => keys.key("h", "revocations");
+
+/** Pattern matching every device's undispatched index (the dispatch sweep scans for it). */
+export const undispatchedPattern = (keys: Keyspace) => `${keys.prefix}:h:{d:*}:undispatched`;

@@ -1,0 +1,67 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "../../../libs/logging/logger.js";
+import type { HarnessSession } from "./harness-session.js";
+
+/**
+ * The sessions this process holds, by device. Live delivery: a pub/sub notice names the device whose log grew;
+ * a periodic catch-up covers any notice that was lost (pub/sub is fire-and-forget), so nothing is missed.
+ */
+export class SessionRegistry {
+  private readonly byDevice = new Map<string, Set<HarnessSession>>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly channels: { events: string; revocations: string },
+    private readonly log: Logger,
+  ) {}
+
+  async start(catchUpMs: number): Promise<void> {
+    this.subscriber.on("message", (channel: string, deviceId: string) => {
+      if (channel === this.channels.events) this.notifyDevice(deviceId);
+      if (channel === this.channels.revocations) this.closeDevice(deviceId, 4001, "revoked");
+    });
+    await this.subscriber.subscribe(this.channels.events, this.channels.revocations);
+    this.timer = setInterval(() => this.notifyAll(), catchUpMs);
+    this.timer.unref();
+  }
+
+  add(session: HarnessSession): void {
+    const sessions = this.byDevice.get(session.deviceId) ?? new Set<HarnessSession>();
+    sessions.add(session);
+    this.byDevice.set(session.deviceId, sessions);
+  }
+
+  remove(session: HarnessSession): void {
+    const sessions = this.byDevice.get(session.deviceId);
+    sessions?.delete(session);
+    if (sessions?.size === 0) this.byDevice.delete(session.deviceId);
+  }
+
+  get size(): number {
+    let count = 0;
+    for (const sessions of this.byDevice.values()) count += sessions.size;
+    return count;
+  }
+
+  closeDevice(deviceId: string, code: number, reason: string): void {
+    const sessions = this.byDevice.get(deviceId);
+    if (!sessions) return;
+    this.log.info({ deviceId, sessions: sessions.size, reason }, "closing device sessions");
+    for (const session of sessions) session.close(code, reason);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    for (const deviceId of [...this.byDevice.keys()]) this.closeDevice(deviceId, 1001, "server shutting down");
+    this.subscriber.disconnect();
+  }
+
+  private notifyDevice(deviceId: string): void {
+    for (const session of this.byDevice.get(deviceId) ?? []) session.notify();
+  }
+
+  private notifyAll(): void {
+    for (const deviceId of this.byDevice.keys()) this.notifyDevice(deviceId);
+  }
+}

@@ -1,0 +1,49 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Redis } from "ioredis";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import type { GatewayMetrics } from "./metrics.js";
+import { HarnessSession, type SessionDeps, type SessionPrincipal } from "./transport/harness-session.js";
+import { authenticatePeer } from "./transport/peer-auth.js";
+import type { SessionRegistry } from "./transport/session-registry.js";
+
+export const HARNESS_WS_PATH = "/v1/harness/ws";
+
+/** `GET /v1/harness/ws`: the bearer token is checked before the upgrade; a refused peer gets 401, never 5xx. */
+export function registerHarnessRoute(
+  http: FastifyInstance,
+  options: { redis: Redis; keys: Keyspace; secret: string; registry: SessionRegistry; deps: SessionDeps },
+): void {
+  const principals = new WeakMap<FastifyRequest, SessionPrincipal>();
+  const metrics: GatewayMetrics = options.deps.metrics;
+  http.get(
+    HARNESS_WS_PATH,
+    {
+      websocket: true,
+      preValidation: async (request, reply) => {
+        const peer = await authenticatePeer(
+          options.redis,
+          options.keys,
+          options.secret,
+          request.headers.authorization,
+        ).catch(() => ({ code: "UNAUTHORIZED" as const, message: "credential check unavailable" }));
+        if ("code" in peer) {
+          metrics.upgradesRefused.inc({ reason: peer.code });
+          return reply.code(401).send({ error: peer });
+        }
+        principals.set(request, { deviceId: peer.deviceId, tokenIssuedAt: peer.tokenIssuedAt });
+      },
+    },
+    (socket, request) => {
+      const principal = principals.get(request);
+      if (!principal) return socket.close(1008, "unauthenticated");
+      const session = new HarnessSession(socket, principal, options.deps);
+      options.registry.add(session);
+      metrics.sessions.inc();
+      socket.on("message", (data) => session.receive(data as Buffer));
+      socket.on("close", () => {
+        options.registry.remove(session);
+        metrics.sessions.dec();
+      });
+    },
+  );
+}

@@ -1,0 +1,56 @@
+import { Counter } from "prom-client";
+import { parseConfig } from "../../libs/config/load-config.js";
+import { STREAMS } from "../../libs/contract/streams.js";
+import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { InstanceIdentity } from "../harness-gateway/store/instance-identity.js";
+import { producerEnvSchema } from "./config.js";
+import { DeviceLedger } from "./device-ledger.js";
+import { EvidenceHandler } from "./evidence-handler.js";
+
+export const RESULT_PRODUCER_GROUP = "result-producer";
+
+/** harness.evidence -> receipts, immutable results and per-device event logs. */
+export const resultProducerService: ServiceDefinition = {
+  name: "result-producer",
+  checkConfig(env) {
+    parseConfig(producerEnvSchema, env);
+  },
+  async start(ctx) {
+    const config = parseConfig(producerEnvSchema, ctx.env);
+    const redis = ctx.connections.command;
+    const handler = new EvidenceHandler({
+      ledger: new DeviceLedger(redis, ctx.keys, config),
+      identity: new InstanceIdentity(redis, ctx.keys),
+      config,
+      log: ctx.log,
+      applied: new Counter({
+        name: "result_producer_evidence_total",
+        help: "Evidence applied to device stores, by evidence kind and status (applied, withheld, duplicate).",
+        labelNames: ["kind", "status"],
+        registers: [ctx.metrics],
+      }),
+      withheld: new Counter({
+        name: "result_producer_withheld_results_total",
+        help: "Boundaries or evidence that published nothing, by reason code.",
+        labelNames: ["reason"],
+        registers: [ctx.metrics],
+      }),
+    });
+    const consumer = new StreamConsumer({
+      connections: ctx.connections,
+      keys: ctx.keys,
+      stream: STREAMS.harnessEvidence,
+      group: RESULT_PRODUCER_GROUP,
+      consumer: ctx.consumerName,
+      settings: ctx.consumerSettings,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      handle: (entry) => handler.handle(entry.payload),
+    });
+    await consumer.start();
+    ctx.health.addLiveness("result-producer", () => consumer.isAlive());
+    ctx.health.addReadiness("result-producer-group", () => consumer.groupExists());
+    return { stop: () => consumer.stop() };
+  },
+};

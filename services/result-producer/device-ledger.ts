@@ -1,0 +1,42 @@
+import type { Redis } from "ioredis";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+import { eventsChannel, HarnessDeviceKeys } from "../harness-gateway/store/harness-keys.js";
+import type { ProducerConfig } from "./config.js";
+
+const applyScript = LuaScript.fromFile(new URL("./lua/apply-evidence-1.lua", import.meta.url));
+
+export type LedgerOp = "delivered" | "consumed" | "rejected" | "stop_confirmed" | "unknown" | "result";
+
+export interface LedgerAnswer {
+  status: "applied" | "withheld" | "duplicate";
+  detail: string;
+}
+
+/** One device's receipts, results and event log, changed only through apply-evidence-1.lua. */
+export class DeviceLedger {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+    private readonly config: ProducerConfig,
+  ) {}
+
+  async apply(deviceId: string, op: LedgerOp, evidenceId: string, args: object): Promise<LedgerAnswer> {
+    const [status, detail] = (await applyScript.run(
+      this.redis,
+      [new HarnessDeviceKeys(this.keys, deviceId).base],
+      [
+        op,
+        evidenceId,
+        Date.now(),
+        eventsChannel(this.keys),
+        deviceId,
+        this.config.EVENT_CAPACITY,
+        this.config.EVENT_RETENTION_SECONDS * 1000,
+        this.config.RESULT_RETENTION_SECONDS * 1000,
+        JSON.stringify(args),
+      ],
+    )) as [LedgerAnswer["status"], string];
+    return { status, detail };
+  }
+}

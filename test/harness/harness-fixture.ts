@@ -1,0 +1,225 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import WebSocket from "ws";
+import { signToken } from "../../libs/auth/tokens.js";
+import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
+import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import { appendToStream } from "../../libs/streams/stream-writer.js";
+import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
+import { HarnessDeviceKeys } from "../../services/harness-gateway/store/harness-keys.js";
+import { resultProducerService } from "../../services/result-producer/definition.js";
+import { waitFor, type TestRedis } from "../helpers/test-redis.js";
+
+export const SECRET = "harness-test-secret-0123456789";
+export const MACHINE = "machine-1";
+export const AGENT = "agent-1";
+export const OTHER_AGENT = "agent-2";
+
+export function agentsFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), "harness-agents-")), "agents.json");
+  const agents = [
+    { agentId: AGENT, machineId: MACHINE, engine: "claude-stream-json", command: ["claude"] },
+    { agentId: OTHER_AGENT, machineId: MACHINE, engine: "codex-app-server", command: ["codex"] },
+  ];
+  writeFileSync(file, JSON.stringify(agents));
+  return file;
+}
+
+/** Settings for the gateway + producer under test: fast loops, otherwise the defaults. */
+export function harnessEnv(t: TestRedis, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    REDIS_URL: t.url,
+    KEY_PREFIX: t.keys.prefix,
+    PORT: "0",
+    LOG_LEVEL: "silent",
+    AUTH_JWT_SECRET: SECRET,
+    AGENTS_FILE: agentsFile(),
+    HARNESS_MACHINE_ID: MACHINE,
+    STREAM_BLOCK_MS: "100",
+    LIVE_CATCHUP_MS: "200",
+    ...overrides,
+  };
+}
+
+export async function startHarness(t: TestRedis, overrides: Record<string, string> = {}): Promise<HostedServices> {
+  return hostServices("harness-test", [harnessGatewayService, resultProducerService], harnessEnv(t, overrides));
+}
+
+export const wsUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}/v1/harness/ws`;
+
+export const tokenFor = (deviceId: string, role: "device" | "operator" = "device") =>
+  signToken(SECRET, { sub: deviceId, role });
+
+type Frame = Record<string, unknown> & { type: string };
+
+/** A peer OS over a real WebSocket: request/response by requestId, every other frame recorded in order. */
+export class HarnessPeer {
+  readonly frames: Frame[] = [];
+  private waiters: { requestId: string | null; resolve: (frame: Frame) => void }[] = [];
+  closed: { code: number; reason: string } | undefined;
+
+  private constructor(readonly socket: WebSocket) {
+    socket.on("message", (data) => {
+      const frame = JSON.parse(data.toString()) as Frame;
+      this.frames.push(frame);
+      if (!frame.type.endsWith("_result")) return;
+      const index = this.waiters.findIndex((waiter) => waiter.requestId === (frame.requestId ?? null));
+      if (index >= 0) this.waiters.splice(index, 1)[0]?.resolve(frame);
+    });
+    socket.on("close", (code, reason) => (this.closed = { code, reason: reason.toString() }));
+  }
+
+  static async connect(url: string, deviceId: string): Promise<HarnessPeer> {
+    return HarnessPeer.connectWithToken(url, await tokenFor(deviceId));
+  }
+
+  static connectWithToken(url: string, token: string): Promise<HarnessPeer> {
+    const socket = new WebSocket(wsUrl(url), { headers: { authorization: `Bearer ${token}` } });
+    return new Promise((resolve, reject) => {
+      socket.once("open", () => resolve(new HarnessPeer(socket)));
+      socket.once("unexpected-response", (_request, response) =>
+        reject(new Error(`upgrade refused: ${response.statusCode}`)),
+      );
+      socket.once("error", reject);
+    });
+  }
+
+  /** Sends a raw frame and resolves with its `_result` (matched by requestId, or the next null-id result). */
+  sendRaw(text: string, requestId: string | null): Promise<Frame> {
+    const answer = new Promise<Frame>((resolve) => this.waiters.push({ requestId, resolve }));
+    this.socket.send(text);
+    return answer;
+  }
+
+  request(frame: Record<string, unknown>): Promise<Frame> {
+    const requestId = typeof frame.requestId === "string" ? frame.requestId : null;
+    return this.sendRaw(JSON.stringify(frame), requestId);
+  }
+
+  hello(capabilities: string[] = ["turn.correlation.v2"], resume?: { serverInstanceId: string; cursor: number }) {
+    return this.request({ type: "hello", requestId: randomUUID(), proto: 1, capabilities, ...(resume ? { resume } : {}) });
+  }
+
+  send(idempotencyKey: string, text = `please do ${idempotencyKey}`, agentId = AGENT) {
+    return this.request({ type: "turn.send", requestId: randomUUID(), machineId: MACHINE, agentId, idempotencyKey, text });
+  }
+
+  stop(idempotencyKey: string, agentId = AGENT) {
+    return this.request({ type: "turn.stop", requestId: randomUUID(), machineId: MACHINE, agentId, idempotencyKey });
+  }
+
+  receipt(idempotencyKey: string) {
+    return this.request({ type: "receipt.get", requestId: randomUUID(), idempotencyKey });
+  }
+
+  events(kind?: string): Frame[] {
+    return this.frames.filter((frame) => frame.type === "event" && (kind === undefined || frame.kind === kind));
+  }
+
+  async waitForEvents(kind: string, count: number, timeoutMs = 5_000): Promise<Frame[]> {
+    return waitFor(
+      () => this.events(kind),
+      (events) => events.length >= count,
+      { timeoutMs },
+    );
+  }
+
+  close(): Promise<void> {
+    if (this.socket.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.socket.once("close", () => resolve());
+      this.socket.close();
+    });
+  }
+}
+
+/** Hand-written evidence: what the evidence-extractor would emit, with deterministic evidenceIds. */
+export class EvidenceFeed {
+  constructor(private readonly t: TestRedis) {}
+
+  async emit(evidence: HarnessEvidence): Promise<void> {
+    await appendToStream(this.t.redis, this.t.keys, STREAMS.harnessEvidence, evidence);
+  }
+
+  base(evidenceId: string) {
+    return { agentId: AGENT, machineId: MACHINE, runtimeId: "runtime-1", evidenceId, observedAt: Date.now() };
+  }
+
+  delivered(deviceId: string, receipt: ReceiptRef, mode: "direct" | "steering" | "native_queue" = "direct") {
+    return this.emit({ kind: "input.delivered", ...this.base(`delivered-${receipt.deliveryId}`), ...ref(deviceId, receipt), mode });
+  }
+
+  consumed(deviceId: string, receipt: ReceiptRef) {
+    return this.emit({
+      kind: "input.consumed",
+      ...this.base(`consumed-${receipt.deliveryId}`),
+      ...ref(deviceId, receipt),
+      correlation: "native_exact",
+    });
+  }
+
+  completed(
+    evidenceId: string,
+    members: { deviceId: string; receipt: ReceiptRef }[],
+    fullText: string,
+    outcome: "completed" | "failed" | "cancelled" = "completed",
+    engineTurnId?: string,
+  ) {
+    return this.emit({
+      kind: "turn.completed",
+      ...this.base(evidenceId),
+      outcome,
+      fullText,
+      ...(engineTurnId ? { engineTurnId } : {}),
+      members: members.map((member) => ({ ...ref(member.deviceId, member.receipt), correlation: "native_exact" })),
+    });
+  }
+}
+
+export interface ReceiptRef {
+  idempotencyKey: string;
+  deliveryId: string;
+}
+
+const ref = (deviceId: string, receipt: ReceiptRef) => ({
+  deviceId,
+  idempotencyKey: receipt.idempotencyKey,
+  deliveryId: receipt.deliveryId,
+});
+
+/** The receipt a turn.send/turn.stop answer carried. */
+export function receiptOf(frame: Record<string, unknown>): ReceiptRef & Record<string, unknown> {
+  const receipt = frame.receipt as (ReceiptRef & Record<string, unknown>) | undefined;
+  if (!receipt) throw new Error(`no receipt in ${JSON.stringify(frame)}`);
+  return receipt;
+}
+
+export async function storeCounts(t: TestRedis, deviceId: string) {
+  const device = new HarnessDeviceKeys(t.keys, deviceId);
+  const [reservations, dispatched, results] = await Promise.all([
+    t.redis.zcard(device.reservations),
+    t.redis.xlen(t.keys.stream(STREAMS.harnessDispatch.name)),
+    t.redis.zcard(device.results),
+  ]);
+  return { reservations, dispatched, results };
+}
+
+/** Waits until the producer's consumer group has acked everything on harness.evidence. */
+export async function evidenceSettled(t: TestRedis): Promise<void> {
+  const stream = t.keys.stream(STREAMS.harnessEvidence.name);
+  const settled = await waitFor(
+    async () => {
+      const groups = (await t.redis.xinfo("GROUPS", stream)) as unknown[][];
+      const group = groups.find((fields) => fields[1] === "result-producer");
+      if (!group) return false;
+      const info = Object.fromEntries(
+        Array.from({ length: group.length / 2 }, (_, i) => [group[2 * i], group[2 * i + 1]]),
+      ) as Record<string, unknown>;
+      return Number(info.pending) === 0 && Number(info.lag ?? 0) === 0;
+    },
+    (done) => done,
+  );
+  if (!settled) throw new Error("harness.evidence not settled");
+}
