@@ -29,6 +29,12 @@ const settled = (deviceId: string, resultKey: string, state = "suppressed") =>
     () => os.outbox(deviceId, resultKey),
     (entry) => entry?.state === state,
   );
+/** Played and finished: the stand-in Lamp acks started, then finished. */
+const spoken = (deviceId: string, resultKey: string) =>
+  waitFor(
+    () => os.outbox(deviceId, resultKey),
+    (entry) => entry?.state === "played" && entry.lastAck === "finished",
+  );
 
 describe("tts-dispatcher outbox", () => {
   it("creates one outbox entry and one playback for a group result, and speaks it once", async () => {
@@ -44,7 +50,7 @@ describe("tts-dispatcher outbox", () => {
       fullText,
     });
 
-    const entry = await settled(deviceId, resultKey, "played");
+    const entry = await spoken(deviceId, resultKey);
     expect(entry).toMatchObject({
       state: "played",
       lastAck: "finished",
@@ -78,7 +84,7 @@ describe("tts-dispatcher outbox", () => {
     lamp = new StreamLamp(os).start();
     await os.seedRun(deviceId, { runId: "run-a", createdAt: 1 });
     const resultKey = await os.seedResolvedResult(deviceId, { resultId: "r-1", runIds: ["run-a"] });
-    const first = await settled(deviceId, resultKey, "played");
+    const first = await spoken(deviceId, resultKey);
     const jobsBefore = await os.playbackJobIds();
 
     await os.publishResolved(deviceId, "originating-instance", "r-1");
@@ -171,7 +177,7 @@ describe("tts-dispatcher outbox", () => {
       resultId: "r-older-cancel",
       runIds: ["a", "b"],
     });
-    expect(await settled(deviceId, resultKey, "played")).toMatchObject({
+    expect(await spoken(deviceId, resultKey)).toMatchObject({
       state: "played",
       reason: undefined,
     });

@@ -13,7 +13,7 @@ export function ttsTestEnv(t: TestRedis, overrides: Record<string, string> = {})
     STREAM_RETRY_DELAY_MS: "50",
     PLAYBACK_ACK_TIMEOUT_MS: "400",
     PLAYBACK_RETRY_DELAY_MS: "50",
-    PLAYBACK_MAX_ATTEMPTS: "3",
+    PLAYBACK_MAX_ATTEMPTS: "6",
     PLAYBACK_LOCK_DURATION_MS: "1000",
     PLAYBACK_STALLED_INTERVAL_MS: "300",
     ...overrides,

@@ -1,0 +1,232 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { HostedServices } from "../../libs/service/service-host.js";
+import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
+import { startTtsDispatcher } from "./tts-service.js";
+
+let t: TestRedis;
+let os: OsStoreFixture;
+let service: HostedServices | undefined;
+let lamp: StreamLamp | undefined;
+let deviceSeq = 0;
+
+beforeAll(async () => {
+  t = createTestRedis("tts-playback");
+  os = new OsStoreFixture(t.redis, t.keys);
+  service = await startTtsDispatcher(t);
+});
+afterAll(async () => {
+  await service?.stop();
+  await t.cleanup();
+});
+afterEach(() => lamp?.stop());
+
+const newDevice = () => `lamp-p${++deviceSeq}`;
+const outboxIn = (deviceId: string, resultKey: string, ...states: string[]) =>
+  waitFor(
+    () => os.outbox(deviceId, resultKey),
+    (entry) => states.includes(entry?.state ?? ""),
+  );
+const startsFor = async (deviceId: string) =>
+  (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId);
+const metricsText = async () => (await fetch(`${service?.url}/metrics`)).text();
+
+async function resolvedFor(
+  deviceId: string,
+  resultId: string,
+  run: Parameters<OsStoreFixture["seedRun"]>[1],
+) {
+  await os.seedRun(deviceId, run);
+  return os.seedResolvedResult(deviceId, { resultId, runIds: [run.runId] });
+}
+
+describe("lamp-playback worker", () => {
+  it("marks the entry played on the Lamp's started ack and keeps the later finished ack", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    const resultKey = await resolvedFor(deviceId, "r-ack", { runId: "a", createdAt: 1 });
+    const [start] = await waitFor(
+      () => startsFor(deviceId),
+      (starts) => starts.length === 1,
+    );
+    const playbackId = start?.frame.playbackId as string;
+    expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "sending" });
+
+    await os.ack(deviceId, playbackId, "started");
+    expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({
+      state: "played",
+      lastAck: "started",
+    });
+    await os.ack(deviceId, playbackId, "finished");
+    await os.ack(deviceId, playbackId, "started");
+    const entry = await waitFor(
+      () => os.outbox(deviceId, resultKey),
+      (value) => value?.lastAck === "finished",
+    );
+    expect(entry).toMatchObject({ state: "played", lastAck: "finished" });
+    expect(await os.playback(deviceId, playbackId)).toMatchObject({
+      kind: "answer",
+      state: "played",
+      lastAck: "finished",
+    });
+  });
+
+  it("marks the entry failed with lamp_rejected when the Lamp rejects the playback", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    lamp = new StreamLamp(os, "reject").start();
+    const resultKey = await resolvedFor(deviceId, "r-reject", { runId: "a", createdAt: 1 });
+    expect(await outboxIn(deviceId, resultKey, "failed")).toMatchObject({
+      state: "failed",
+      reason: "lamp_rejected",
+      lastAck: "rejected",
+    });
+  });
+
+  it("leaves a playback uncertain when its ack is lost and never sends it again, even after a restart", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    lamp = new StreamLamp(os, "silent").start();
+    const resultKey = await resolvedFor(deviceId, "r-lost-ack", { runId: "a", createdAt: 1 });
+    const entry = await outboxIn(deviceId, resultKey, "uncertain");
+    expect(entry).toMatchObject({ state: "uncertain", reason: "ack_timeout" });
+    expect(entry?.uncertainAt).toBeGreaterThanOrEqual(entry?.sendingAt ?? Infinity);
+
+    await service?.stop();
+    service = await startTtsDispatcher(t);
+    await os.publishResolved(deviceId, "originating-instance", "r-lost-ack");
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await startsFor(deviceId)).toHaveLength(1);
+    expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "uncertain", reason: "ack_timeout" });
+  });
+
+  it("records a late started ack of an uncertain playback as played without sending again", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    const resultKey = await resolvedFor(deviceId, "r-late-ack", { runId: "a", createdAt: 1 });
+    const entry = await outboxIn(deviceId, resultKey, "uncertain");
+    await os.ack(deviceId, entry?.playbackId as string, "started");
+    expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({
+      state: "played",
+      lastAck: "started",
+    });
+    expect(await startsFor(deviceId)).toHaveLength(1);
+  });
+
+  it("retries while no Lamp is connected and sends once the Lamp is back", async () => {
+    const deviceId = newDevice();
+    lamp = new StreamLamp(os).start();
+    const resultKey = await resolvedFor(deviceId, "r-offline-then-online", { runId: "a", createdAt: 1 });
+    await outboxIn(deviceId, resultKey, "queued");
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await os.setPresence(deviceId);
+    expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({ state: "played" });
+    expect(await startsFor(deviceId)).toHaveLength(1);
+  });
+
+  it("ends failed with lamp_offline after its bounded attempts when no Lamp ever connects", async () => {
+    const deviceId = newDevice();
+    const resultKey = await resolvedFor(deviceId, "r-offline", { runId: "a", createdAt: 1 });
+    expect(await outboxIn(deviceId, resultKey, "failed")).toMatchObject({
+      state: "failed",
+      reason: "lamp_offline",
+    });
+    expect(await startsFor(deviceId)).toHaveLength(0);
+    expect(await metricsText()).toMatch(/tts_outbox_transitions_total\{state="failed"\} [1-9]/);
+  });
+
+  it("suppresses as expired when the voice target expires before the worker can send", async () => {
+    const deviceId = newDevice();
+    const resultKey = await resolvedFor(deviceId, "r-expires-while-offline", {
+      runId: "a",
+      createdAt: 1,
+      voiceTargetExpiresAt: Date.now() + 150,
+    });
+    await outboxIn(deviceId, resultKey, "queued");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await os.setPresence(deviceId);
+    expect(await outboxIn(deviceId, resultKey, "suppressed")).toMatchObject({
+      state: "suppressed",
+      reason: "expired",
+    });
+    expect(await startsFor(deviceId)).toHaveLength(0);
+  });
+
+  it("suppresses as cancelled when the newest run is cancelled before the worker can send", async () => {
+    const deviceId = newDevice();
+    const resultKey = await resolvedFor(deviceId, "r-cancel-while-offline", { runId: "a", createdAt: 1 });
+    await outboxIn(deviceId, resultKey, "queued");
+    await t.redis.hset(`${os.base(deviceId)}:run:a`, "cancelledAt", String(Date.now()));
+    await os.setPresence(deviceId);
+    expect(await outboxIn(deviceId, resultKey, "suppressed")).toMatchObject({ reason: "cancelled" });
+    expect(await startsFor(deviceId)).toHaveLength(0);
+  });
+
+  it("counts and ignores an ack for an unknown playback", async () => {
+    const deviceId = newDevice();
+    await os.ack(deviceId, "no-such-playback", "started");
+    const text = await waitFor(metricsText, (body) => body.includes('reason="unknown_playback"'));
+    expect(text).toMatch(/tts_lamp_events_ignored_total\{reason="unknown_playback"\} 1/);
+    expect(await os.playbackKeys(deviceId)).toEqual([]);
+  });
+
+  it("speaks a result exactly once more on playback.repeat from its owner", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    lamp = new StreamLamp(os).start();
+    const resultKey = await resolvedFor(deviceId, "r-repeat", { runId: "a", createdAt: 1 });
+    const answer = await waitFor(
+      () => os.outbox(deviceId, resultKey),
+      (entry) => entry?.lastAck === "finished",
+    );
+
+    const repeatId = await os.requestRepeat(deviceId, "r-repeat");
+    await os.requestRepeat(deviceId, "r-repeat", repeatId);
+    const repeat = await waitFor(
+      () => os.playback(deviceId, repeatId),
+      (playback) => playback?.lastAck === "finished",
+    );
+    expect(repeat).toMatchObject({ kind: "repeat", state: "played", resultKey, text: answer?.speechText });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await startsFor(deviceId)).map((start) => start.frame.playbackId)).toEqual([
+      answer?.playbackId,
+      repeatId,
+    ]);
+    expect(await os.outbox(deviceId, resultKey)).toEqual(answer);
+  });
+
+  it("ignores playback.repeat of a result owned by another device", async () => {
+    const owner = newDevice();
+    const stranger = newDevice();
+    await os.setPresence(owner);
+    await os.setPresence(stranger);
+    lamp = new StreamLamp(os).start();
+    const resultKey = await resolvedFor(owner, "r-owned", { runId: "a", createdAt: 1 });
+    await outboxIn(owner, resultKey, "played");
+
+    const repeatId = await os.requestRepeat(stranger, "r-owned");
+    await waitFor(metricsText, (body) => body.includes('reason="repeat_unknown_result"'));
+    expect(await os.playback(stranger, repeatId)).toBeUndefined();
+    expect(await os.playback(owner, repeatId)).toBeUndefined();
+    expect(await startsFor(stranger)).toHaveLength(0);
+    expect(await startsFor(owner)).toHaveLength(1);
+  });
+
+  it("does not speak a failed result on playback.repeat either", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    await os.seedRun(deviceId, { runId: "a", createdAt: 1 });
+    await os.seedResolvedResult(deviceId, { resultId: "r-failed-repeat", runIds: ["a"], outcome: "failed" });
+    const repeatId = await os.requestRepeat(deviceId, "r-failed-repeat");
+    const repeat = await waitFor(
+      () => os.playback(deviceId, repeatId),
+      (playback) => playback !== undefined,
+    );
+    expect(repeat).toMatchObject({ kind: "repeat", state: "suppressed", reason: "failed_result" });
+    expect(await startsFor(deviceId)).toHaveLength(0);
+  });
+
+  it("exposes BullMQ queue counts at scrape time", async () => {
+    expect(await metricsText()).toMatch(/tts_playback_queue_jobs\{state="completed"\} [1-9]/);
+  });
+});
