@@ -5,7 +5,7 @@ import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { RouterStore } from "../../services/router/router-store.js";
-import type { TestRedis } from "../helpers/test-redis.js";
+import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
 
 export const JWT_SECRET = "os-test-secret-0123456789abcdef";
@@ -138,4 +138,54 @@ export async function streamLength(t: TestRedis, name: string): Promise<number> 
 export async function rejectionsOf(t: TestRedis, deviceId: string) {
   const entries = await t.redis.xrange(new OsDeviceKeys(t.keys, deviceId).rejections, "-", "+");
   return entries.map(([, fields]) => JSON.parse(fields[1] ?? "{}") as { reason: string; rejectedBy: string });
+}
+
+let nextEventId = 100;
+
+/** A `turn.result` event as the Harness sends it (members as [deliveryId, key] pairs). */
+export function resultEvent(spec: {
+  resultId: string;
+  members: [deliveryId: string, key: string][];
+  agentId?: string;
+  serverInstanceId?: string;
+  fullText?: string;
+  outcome?: "completed" | "failed" | "cancelled";
+  transportInstanceId?: string;
+}) {
+  return {
+    type: "event",
+    kind: "turn.result",
+    eventId: nextEventId++,
+    serverInstanceId: spec.transportInstanceId ?? "transport-instance",
+    machineId: MACHINE,
+    agentId: spec.agentId ?? AGENT,
+    payload: {
+      serverInstanceId: spec.serverInstanceId ?? ORIGIN,
+      resultId: spec.resultId,
+      correlation: {
+        scope: spec.members.length === 1 ? "input" : "group",
+        inputs: spec.members.map(([deliveryId, idempotencyKey]) => ({ deliveryId, idempotencyKey })),
+      },
+      outcome: spec.outcome ?? "completed",
+      fullText: spec.fullText ?? `answer of ${spec.resultId}`,
+    },
+  };
+}
+
+/** Pushes one frame and waits until the router staged it and the run-resolver drained `os.routed`. */
+export async function pushAndSettle(
+  t: TestRedis,
+  peer: ScriptedHarnessPeer,
+  baseUrl: string,
+  deviceId: string,
+  frame: unknown,
+): Promise<void> {
+  const before = await framesHandled(baseUrl);
+  peer.push(deviceId, frame);
+  const handled = await waitFor(
+    () => framesHandled(baseUrl),
+    (n) => n > before,
+  );
+  if (handled <= before) throw new Error("router did not stage the frame in time");
+  if (!(await waitFor(() => resolverIdle(t), Boolean))) throw new Error("run-resolver did not drain");
 }
