@@ -57,11 +57,14 @@ type Frame = Record<string, unknown> & { type: string };
 /** A peer OS over a real WebSocket: request/response by requestId, every other frame recorded in order. */
 export class HarnessPeer {
   readonly frames: Frame[] = [];
+  /** The exact text of every frame, in order (payload bytes are compared byte for byte). */
+  readonly raw: string[] = [];
   private waiters: { requestId: string | null; resolve: (frame: Frame) => void }[] = [];
   closed: { code: number; reason: string } | undefined;
 
   private constructor(readonly socket: WebSocket) {
     socket.on("message", (data) => {
+      this.raw.push(data.toString());
       const frame = JSON.parse(data.toString()) as Frame;
       this.frames.push(frame);
       if (!frame.type.endsWith("_result")) return;
@@ -112,6 +115,13 @@ export class HarnessPeer {
 
   receipt(idempotencyKey: string) {
     return this.request({ type: "receipt.get", requestId: randomUUID(), idempotencyKey });
+  }
+
+  /** The payload text of each turn.result/turn.summary frame exactly as it arrived. */
+  resultPayloadBytes(kind = "turn.result"): string[] {
+    return this.raw
+      .filter((text) => text.includes(`"kind":"${kind}"`) && text.startsWith('{"type":"event"'))
+      .map((text) => text.slice(text.indexOf(',"payload":') + ',"payload":'.length, -1));
   }
 
   events(kind?: string): Frame[] {
@@ -189,11 +199,11 @@ const ref = (deviceId: string, receipt: ReceiptRef) => ({
   deliveryId: receipt.deliveryId,
 });
 
-/** The receipt a turn.send/turn.stop answer carried. */
-export function receiptOf(frame: Record<string, unknown>): ReceiptRef & Record<string, unknown> {
-  const receipt = frame.receipt as (ReceiptRef & Record<string, unknown>) | undefined;
+/** The reservation identity in the receipt a turn.send/turn.stop answer carried. */
+export function receiptOf(frame: Record<string, unknown>): ReceiptRef {
+  const receipt = frame.receipt as ReceiptRef | undefined;
   if (!receipt) throw new Error(`no receipt in ${JSON.stringify(frame)}`);
-  return receipt;
+  return { idempotencyKey: receipt.idempotencyKey, deliveryId: receipt.deliveryId };
 }
 
 export async function storeCounts(t: TestRedis, deviceId: string) {
