@@ -1,0 +1,45 @@
+import { TsProcess } from "../helpers/child-process.js";
+
+export interface RunnerProcess {
+  process: TsProcess;
+  /** The runner's HTTP face (/healthz, /readyz, /metrics) once it listens. */
+  url(): string;
+}
+
+/** services/engine-runner/main.ts as its own OS process, configured only through its environment. */
+export async function startRunner(env: Record<string, string>): Promise<RunnerProcess> {
+  const runner = new TsProcess("services/engine-runner/main.ts", {
+    PORT: "0",
+    LOG_LEVEL: "info",
+    STREAM_BLOCK_MS: "200",
+    STREAM_RETRY_DELAY_MS: "100",
+    ENGINE_RESTART_MIN_MS: "100",
+    ENGINE_RESTART_MAX_MS: "1000",
+    TRANSCRIPT_POLL_MS: "50",
+    ...env,
+  });
+  await runner.waitForOutput("services started", 30_000);
+  return { process: runner, url: () => urlOf(runner) };
+}
+
+/** The child's output accumulates across restarts, so a restart is ready when one more start is reported. */
+export async function restartRunner(runner: RunnerProcess): Promise<void> {
+  const starts = countStarts(runner.process);
+  await runner.process.restart();
+  const deadline = Date.now() + 30_000;
+  while (countStarts(runner.process) <= starts) {
+    if (Date.now() > deadline) throw new Error(`runner did not start again\n${runner.process.log}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function countStarts(runner: TsProcess): number {
+  return (runner.log.match(/services started/g) ?? []).length;
+}
+
+function urlOf(runner: TsProcess): string {
+  const addresses = [...runner.log.matchAll(/"address":"(http:\/\/[^"]+)"/g)];
+  const address = addresses.at(-1)?.[1];
+  if (!address) throw new Error(`runner has not reported its address\n${runner.log}`);
+  return address;
+}
