@@ -1,0 +1,78 @@
+import type { Redis } from "ioredis";
+import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
+import { bindingField, type IdentityBinding } from "./identity-binding.js";
+import type { RuntimeState } from "./runtime-state.js";
+import { parseStoredState } from "./stored-state.js";
+
+const advanceRuntime = LuaScript.fromFile(new URL("./lua/advance-runtime-1.lua", import.meta.url));
+const bindIdentities = LuaScript.fromFile(new URL("./lua/bind-identities-1.lua", import.meta.url));
+
+export interface LoadedRuntime {
+  /** Last applied seq (0 = nothing applied yet). */
+  seq: number;
+  state: RuntimeState | undefined;
+}
+
+/**
+ * Where the extractor keeps its durable state, all under the agent's hash tag (`<p>:ev:{a:<agentId>}`):
+ * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes), `:bindings:<runtimeId>` (hash).
+ */
+export class EvidenceStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keyspace,
+    private readonly bindingRetentionMs: number,
+  ) {}
+
+  async load(agentId: string, runtimeId: string): Promise<LoadedRuntime> {
+    const [seq, json] = await this.redis.hmget(this.runtimeKey(agentId, runtimeId), "seq", "state");
+    return { seq: Number(seq ?? 0), state: json ? parseStoredState(json) : undefined };
+  }
+
+  async openRuntimes(agentId: string): Promise<string[]> {
+    return (await this.redis.smembers(`${this.keys.agent(agentId)}:runtimes`)).sort();
+  }
+
+  /** Returns how many bindings already existed with different content (should be 0: ids are deterministic). */
+  async persistBindings(agentId: string, runtimeId: string, bindings: IdentityBinding[]): Promise<number> {
+    if (bindings.length === 0) return 0;
+    const pairs = bindings.flatMap((binding) => [bindingField(binding), JSON.stringify(binding)]);
+    const conflicts = await bindIdentities.run(
+      this.redis,
+      [this.keys.agent(agentId)],
+      [runtimeId, this.bindingRetentionMs, ...pairs],
+    );
+    return Number(conflicts);
+  }
+
+  async bindings(agentId: string, runtimeId: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(`${this.keys.agent(agentId)}:bindings:${runtimeId}`);
+  }
+
+  /** One MULTI per record: its evidence lands whole or not at all. */
+  async emit(evidence: HarnessEvidence[]): Promise<void> {
+    if (evidence.length === 0) return;
+    const stream = this.keys.stream(STREAMS.harnessEvidence.name);
+    const batch = this.redis.multi();
+    for (const entry of evidence)
+      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(STREAMS.harnessEvidence.schema.parse(entry)));
+    await batch.exec();
+  }
+
+  /** Compare-and-set on the applied seq: false when another consumer already advanced this runtime. */
+  async advance(state: RuntimeState, expectedSeq: number): Promise<boolean> {
+    const applied = await advanceRuntime.run(
+      this.redis,
+      [this.keys.agent(state.agentId)],
+      [state.runtimeId, expectedSeq, state.appliedSeq, JSON.stringify(state), state.closed ? "1" : "0"],
+    );
+    return Number(applied) === 1;
+  }
+
+  private runtimeKey(agentId: string, runtimeId: string): string {
+    return `${this.keys.agent(agentId)}:rt:${runtimeId}`;
+  }
+}

@@ -1,0 +1,44 @@
+import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
+import { STREAMS, harnessEvidenceSchema } from "../../libs/contract/streams.js";
+import { EvidenceStore } from "../../services/evidence-extractor/evidence-store.js";
+import { createExtractorMetrics } from "../../services/evidence-extractor/extractor-metrics.js";
+import { RecordProcessor } from "../../services/evidence-extractor/record-processor.js";
+import type { EvidenceLimits } from "../../services/evidence-extractor/runtime-state.js";
+import { Registry } from "prom-client";
+import type { TestRedis } from "../helpers/test-redis.js";
+
+export const TEST_LIMITS: EvidenceLimits = {
+  maxOpenInputs: 256,
+  maxChainRows: 5_000,
+  maxOpenTurns: 256,
+  clockSkewMs: 2_000,
+};
+
+/** The service's Redis-backed processor, driven directly (no stream consumer) for replay tests. */
+export function redisProcessor(
+  t: TestRedis,
+  limits = TEST_LIMITS,
+): { processor: RecordProcessor; store: EvidenceStore } {
+  const store = new EvidenceStore(t.redis, t.keys, 60_000);
+  const processor = new RecordProcessor({
+    store,
+    limits,
+    orderWaitMs: 0,
+    metrics: createExtractorMetrics(new Registry()),
+  });
+  return { processor, store };
+}
+
+export async function processAll(processor: RecordProcessor, records: EngineRecord[]): Promise<void> {
+  for (const record of records) await processor.process(record);
+}
+
+/** Raw payloads of harness.evidence in stream order (byte comparisons use these). */
+export async function evidencePayloads(t: TestRedis): Promise<string[]> {
+  const entries = await t.redis.xrange(t.keys.stream(STREAMS.harnessEvidence.name), "-", "+");
+  return entries.map(([, fields]) => fields[1] as string);
+}
+
+export async function emittedEvidence(t: TestRedis): Promise<HarnessEvidence[]> {
+  return (await evidencePayloads(t)).map((raw) => harnessEvidenceSchema.parse(JSON.parse(raw)));
+}
