@@ -20,7 +20,9 @@ if (!deviceId.success) {
 }
 const redis = new Redis(base.REDIS_URL, { maxRetriesPerRequest: 3 });
 try {
-  process.stdout.write(`${JSON.stringify(await revokeDevice(redis, new Keyspace(base.KEY_PREFIX), deviceId.data))}\n`);
+  process.stdout.write(
+    `${JSON.stringify(await revokeDevice(redis, new Keyspace(base.KEY_PREFIX), deviceId.data))}\n`,
+  );
 } finally {
   redis.disconnect();
 }

@@ -1,4 +1,8 @@
-import { harnessLimitsSchema, MAX_PROMPT_BYTES, type HarnessLimits } from "../../libs/contract/harness-wire.js";
+import {
+  harnessLimitsSchema,
+  MAX_PROMPT_BYTES,
+  type HarnessLimits,
+} from "../../libs/contract/harness-wire.js";
 import { MAX_GROUP_MEMBERS, MAX_RESULT_PAYLOAD_BYTES } from "../../libs/contract/turn-result.js";
 import type { ServiceDefinition } from "../../libs/service/service-context.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
@@ -73,7 +77,8 @@ export const harnessGatewayService: ServiceDefinition = {
     });
     registerAdminRoutes(ctx.http, redis, ctx.keys, config.AUTH_JWT_SECRET);
 
-    const sweep = () => sweepUndispatched(redis, ctx.keys, reservations, config.DISPATCH_SWEEP_MIN_AGE_MS, ctx.log);
+    const sweep = () =>
+      sweepUndispatched(redis, ctx.keys, reservations, config.DISPATCH_SWEEP_MIN_AGE_MS, ctx.log);
     await sweep();
     let sweeping = Promise.resolve();
     const sweeper = setInterval(() => {

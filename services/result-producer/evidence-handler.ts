@@ -45,7 +45,12 @@ export class EvidenceHandler {
       case "stop.confirmed":
         return this.single(evidence, "stop_confirmed", {});
       case "evidence.missing":
-        return this.markUnknown(evidence, evidence.members, evidence.reason, `evidence missing: ${evidence.reason}`);
+        return this.markUnknown(
+          evidence,
+          evidence.members,
+          evidence.reason,
+          `evidence missing: ${evidence.reason}`,
+        );
       case "turn.completed":
         return this.completeTurn(evidence);
     }
@@ -79,7 +84,12 @@ export class EvidenceHandler {
     const devices = byDevice(evidence.members);
     if (devices.size > 1) {
       // Grouping across owners needs an authorization this contract does not have: withhold the whole result.
-      return this.markUnknown(evidence, evidence.members, "RESULT_OWNER_MIXED", "members belong to several devices");
+      return this.markUnknown(
+        evidence,
+        evidence.members,
+        "RESULT_OWNER_MIXED",
+        "members belong to several devices",
+      );
     }
     const deviceId = evidence.members[0]?.deviceId as string;
     const resultId = randomUUID();
@@ -88,7 +98,9 @@ export class EvidenceHandler {
       this.deps.log.warn({ evidenceId: evidence.evidenceId, ...built.withheld }, "result withheld");
       const { code, message, receiptsUnknown } = built.withheld;
       const members = receiptsUnknown ? evidence.members.map(memberArg) : [];
-      return [await this.deps.ledger.apply(deviceId, "unknown", evidence.evidenceId, { members, code, message })];
+      return [
+        await this.deps.ledger.apply(deviceId, "unknown", evidence.evidenceId, { members, code, message }),
+      ];
     }
     const args = {
       members: evidence.members.map(memberArg),
@@ -107,7 +119,8 @@ export class EvidenceHandler {
 
 function byDevice<M extends MemberRef>(members: readonly M[]): Map<string, M[]> {
   const grouped = new Map<string, M[]>();
-  for (const member of members) grouped.set(member.deviceId, [...(grouped.get(member.deviceId) ?? []), member]);
+  for (const member of members)
+    grouped.set(member.deviceId, [...(grouped.get(member.deviceId) ?? []), member]);
   return grouped;
 }
 

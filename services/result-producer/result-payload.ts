@@ -19,7 +19,8 @@ export interface Withholding {
   receiptsUnknown: boolean;
 }
 
-export type BuiltPayload = { ok: true; bytes: string; members: ResultMember[] } | { ok: false; withheld: Withholding };
+export type BuiltPayload =
+  { ok: true; bytes: string; members: ResultMember[] } | { ok: false; withheld: Withholding };
 
 const NATIVE = new Set(["native_exact", "native_scoped"]);
 
@@ -47,7 +48,8 @@ export function buildResultPayload(
   const weak = evidence.members.find((member) =>
     members.length > 1 ? !NATIVE.has(member.correlation) : member.correlation === "synthetic",
   );
-  if (weak) return withhold("RESULT_EVIDENCE_MISSING", `${weak.correlation} evidence cannot prove membership`);
+  if (weak)
+    return withhold("RESULT_EVIDENCE_MISSING", `${weak.correlation} evidence cannot prove membership`);
   if (evidence.fullText.length === 0) {
     // A failed or cancelled turn with no text has nothing to publish, and its receipts stay as they are.
     const completed = evidence.outcome === "completed";
@@ -62,6 +64,9 @@ export function buildResultPayload(
   });
   const bytes = canonicalJson(payload);
   if (utf8Bytes(bytes) > MAX_RESULT_PAYLOAD_BYTES)
-    return withhold("RESULT_TOO_LARGE", `payload of ${utf8Bytes(bytes)} bytes exceeds ${MAX_RESULT_PAYLOAD_BYTES}`);
+    return withhold(
+      "RESULT_TOO_LARGE",
+      `payload of ${utf8Bytes(bytes)} bytes exceeds ${MAX_RESULT_PAYLOAD_BYTES}`,
+    );
   return { ok: true, bytes, members };
 }

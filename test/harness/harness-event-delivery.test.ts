@@ -11,11 +11,19 @@ import type { HostedServices } from "../../libs/service/service-host.js";
 import { instanceKey } from "../../services/harness-gateway/store/harness-keys.js";
 import { corpusAvailable, corpusPath, corpusSkipReason } from "../helpers/corpus.js";
 import { createTestRedis, deleteByPrefix, type TestRedis } from "../helpers/test-redis.js";
-import { EvidenceFeed, HarnessPeer, evidenceSettled, receiptOf, startHarness, type ReceiptRef } from "./harness-fixture.js";
+import {
+  EvidenceFeed,
+  HarnessPeer,
+  evidenceSettled,
+  receiptOf,
+  startHarness,
+  type ReceiptRef,
+} from "./harness-fixture.js";
 
 const fixture = (set: string, file: string) =>
   JSON.parse(readFileSync(corpusPath("openharness", set, file), "utf8")) as Record<string, unknown>;
-const peerSchema = (set: string) => new Ajv2020({ strict: false }).compile(fixture(set, "result.schema.json"));
+const peerSchema = (set: string) =>
+  new Ajv2020({ strict: false }).compile(fixture(set, "result.schema.json"));
 
 interface Stack {
   t: TestRedis;
@@ -30,12 +38,27 @@ async function stack(label: string, env: Record<string, string> = {}): Promise<S
 }
 
 /** Sends keys from `peer`, and proves a result over them (group when several) plus one single result for `single`. */
-async function produceResults(s: Stack, peer: HarnessPeer, deviceId: string, group: string[], single?: string) {
+async function produceResults(
+  s: Stack,
+  peer: HarnessPeer,
+  deviceId: string,
+  group: string[],
+  single?: string,
+) {
   const receipts: Record<string, ReceiptRef> = {};
   for (const key of [...group, ...(single ? [single] : [])]) receipts[key] = receiptOf(await peer.send(key));
   for (const key of Object.keys(receipts)) await s.feed.consumed(deviceId, receipts[key]!);
-  await s.feed.completed(`turn-${deviceId}-${group.join("")}`, group.map((key) => ({ deviceId, receipt: receipts[key]! })), `Finished ${group.join(" and ")}.`);
-  if (single) await s.feed.completed(`turn-${deviceId}-${single}`, [{ deviceId, receipt: receipts[single]! }], `${single} completed separately.`);
+  await s.feed.completed(
+    `turn-${deviceId}-${group.join("")}`,
+    group.map((key) => ({ deviceId, receipt: receipts[key]! })),
+    `Finished ${group.join(" and ")}.`,
+  );
+  if (single)
+    await s.feed.completed(
+      `turn-${deviceId}-${single}`,
+      [{ deviceId, receipt: receipts[single]! }],
+      `${single} completed separately.`,
+    );
   await evidenceSettled(s.t);
   return receipts;
 }
@@ -65,7 +88,9 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
     await produceResults(s, capable, "lamp-1", ["A", "B"]);
     await capable.waitForEvents("turn.result", 1);
     await settle();
-    const counts = [legacy, capable, downgraded, otherDevice].map((peer) => peer.events("turn.result").length);
+    const counts = [legacy, capable, downgraded, otherDevice].map(
+      (peer) => peer.events("turn.result").length,
+    );
     expect(counts).toEqual([0, 1, 0, 0]);
     // The plain legacy profile never carries a group, and the other device sees nothing of lamp-1 at all.
     expect(legacy.events("turn.summary")).toEqual([]);
@@ -83,8 +108,20 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
     await settle();
     expect(legacy.events("turn.summary")).toHaveLength(1);
     expect(legacy.events("turn.result")).toHaveLength(0);
-    expect(Object.keys(summary!.payload as object).sort()).toEqual(["fullText", "idempotencyKey", "kind", "text", "turnId"]);
-    expect(summary!.payload).toMatchObject({ kind: "summary", text: "C completed separately.", fullText: "C completed separately.", idempotencyKey: "C", turnId: expect.any(String) });
+    expect(Object.keys(summary!.payload as object).sort()).toEqual([
+      "fullText",
+      "idempotencyKey",
+      "kind",
+      "text",
+      "turnId",
+    ]);
+    expect(summary!.payload).toMatchObject({
+      kind: "summary",
+      text: "C completed separately.",
+      fullText: "C completed separately.",
+      idempotencyKey: "C",
+      turnId: expect.any(String),
+    });
     expect(v2.events("turn.result")).toHaveLength(2);
     expect(v2.events("turn.summary")).toHaveLength(0);
     await v2.close();
@@ -99,7 +136,9 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
     const owner = await HarnessPeer.connect(s.harness.url, "lamp-1");
     await owner.hello();
     const replayed = await owner.waitForEvents("turn.result", 1);
-    expect(replayed.map((frame) => turnResultEventSchema.parse(frame).payload.correlation.scope)).toEqual(["group"]);
+    expect(replayed.map((frame) => turnResultEventSchema.parse(frame).payload.correlation.scope)).toEqual([
+      "group",
+    ]);
     await late.close();
     await owner.close();
   });
@@ -118,7 +157,12 @@ describe("resume, resync and instance change", () => {
     const hello = helloResultSchema.parse(await peer.hello());
     expect(hello.resumed).toBe(false);
     await settle(100);
-    expect(resyncSchema.parse(peer.frames[1])).toEqual({ type: "resync", reason: "instance_changed", serverInstanceId: hello.serverInstanceId, cursor: 0 });
+    expect(resyncSchema.parse(peer.frames[1])).toEqual({
+      type: "resync",
+      reason: "instance_changed",
+      serverInstanceId: hello.serverInstanceId,
+      cursor: 0,
+    });
     await produceResults(s, peer, "lamp-r", ["A"]);
     await peer.waitForEvents("turn.done", 1);
     const events = peer.events();
@@ -126,12 +170,17 @@ describe("resume, resync and instance change", () => {
     await peer.close();
 
     const again = await HarnessPeer.connect(s.harness.url, "lamp-r");
-    const resumed = helloResultSchema.parse(await again.hello(undefined, { serverInstanceId: hello.serverInstanceId, cursor: cut }));
+    const resumed = helloResultSchema.parse(
+      await again.hello(undefined, { serverInstanceId: hello.serverInstanceId, cursor: cut }),
+    );
     expect(resumed.resumed).toBe(true);
     await again.waitForEvents("turn.done", 1);
     expect(again.frames.filter((frame) => frame.type === "resync")).toEqual([]);
     expect(again.raw.filter((text) => text.startsWith('{"type":"event"'))).toEqual(
-      peer.raw.filter((text) => text.startsWith('{"type":"event"') && (JSON.parse(text) as { eventId: number }).eventId > cut),
+      peer.raw.filter(
+        (text) =>
+          text.startsWith('{"type":"event"') && (JSON.parse(text) as { eventId: number }).eventId > cut,
+      ),
     );
     await again.close();
   });
@@ -160,11 +209,16 @@ describe("resume, resync and instance change", () => {
     await s.t.redis.del(instanceKey(s.t.keys));
 
     const peer = await HarnessPeer.connect(s.harness.url, "lamp-r");
-    const hello = helloResultSchema.parse(await peer.hello(undefined, { serverInstanceId: oldHello.serverInstanceId, cursor: oldHello.cursor }));
+    const hello = helloResultSchema.parse(
+      await peer.hello(undefined, { serverInstanceId: oldHello.serverInstanceId, cursor: oldHello.cursor }),
+    );
     expect(hello.serverInstanceId).not.toBe(oldHello.serverInstanceId);
     expect(hello.resumed).toBe(false);
     const [result] = await peer.waitForEvents("turn.result", 1);
-    expect(peer.frames.find((frame) => frame.type === "resync")).toMatchObject({ reason: "instance_changed", serverInstanceId: hello.serverInstanceId });
+    expect(peer.frames.find((frame) => frame.type === "resync")).toMatchObject({
+      reason: "instance_changed",
+      serverInstanceId: hello.serverInstanceId,
+    });
     const event = turnResultEventSchema.parse(result);
     expect(event.serverInstanceId).toBe(hello.serverInstanceId);
     expect(event.payload.serverInstanceId).toBe(oldHello.serverInstanceId);
@@ -178,60 +232,70 @@ describe("resume, resync and instance change", () => {
     await before.close();
     await deleteByPrefix(s.t.redis, s.t.keys.prefix);
     const peer = await HarnessPeer.connect(s.harness.url, "lamp-r");
-    const hello = helloResultSchema.parse(await peer.hello(undefined, { serverInstanceId: oldHello.serverInstanceId, cursor: oldHello.cursor }));
+    const hello = helloResultSchema.parse(
+      await peer.hello(undefined, { serverInstanceId: oldHello.serverInstanceId, cursor: oldHello.cursor }),
+    );
     expect(hello).toMatchObject({ resumed: false, cursor: 0 });
     expect(hello.serverInstanceId).not.toBe(oldHello.serverInstanceId);
     await settle(200);
-    expect(peer.frames.find((frame) => frame.type === "resync")).toMatchObject({ reason: "instance_changed", cursor: 0 });
+    expect(peer.frames.find((frame) => frame.type === "resync")).toMatchObject({
+      reason: "instance_changed",
+      cursor: 0,
+    });
     expect(peer.events()).toEqual([]);
     expect(await peer.receipt("A")).toMatchObject({ receipt: null });
     await peer.close();
   });
 });
 
-describe.skipIf(!corpusAvailable)(`openharness fixtures (${corpusAvailable ? "corpus" : corpusSkipReason})`, () => {
-  let s: Stack;
-  beforeAll(async () => (s = await stack("fixtures", { LEGACY_SUMMARY_PROFILE: "correlated" })));
-  afterAll(async () => {
-    await s.harness.stop();
-    await s.t.cleanup();
-  });
-
-  it("both fixture sets' group and input results validate against our contract schemas", () => {
-    for (const file of ["group-result.json", "input-result.json"]) {
-      expect(turnResultEventSchema.safeParse(fixture("turn-correlation-v2", file)).success).toBe(true);
-      expect(correlatedSummaryEventSchema.safeParse(fixture("summary-correlation", file)).success).toBe(true);
-    }
-  });
-
-  it("what we emit has the fixtures' shape and passes the peer's own JSON schemas (v2 and correlated summary)", async () => {
-    const v2 = await HarnessPeer.connect(s.harness.url, "lamp-f");
-    const summary = await HarnessPeer.connect(s.harness.url, "lamp-f");
-    await v2.hello();
-    await summary.hello([]);
-    await produceResults(s, v2, "lamp-f", ["A", "B"], "C");
-    const results = await v2.waitForEvents("turn.result", 2);
-    const summaries = await summary.waitForEvents("turn.summary", 2);
-    const v2Schema = peerSchema("turn-correlation-v2");
-    const summarySchema = peerSchema("summary-correlation");
-    const shape = (frame: Record<string, unknown>) => ({
-      envelope: Object.keys(frame).sort(),
-      payload: Object.keys(frame.payload as object).sort(),
-      correlation: Object.keys((frame.payload as { correlation: object }).correlation).sort(),
+describe.skipIf(!corpusAvailable)(
+  `openharness fixtures (${corpusAvailable ? "corpus" : corpusSkipReason})`,
+  () => {
+    let s: Stack;
+    beforeAll(async () => (s = await stack("fixtures", { LEGACY_SUMMARY_PROFILE: "correlated" })));
+    afterAll(async () => {
+      await s.harness.stop();
+      await s.t.cleanup();
     });
-    for (const [index, file] of ["group-result.json", "input-result.json"].entries()) {
-      const ours = results[index]!;
-      expect(v2Schema(ours), JSON.stringify(v2Schema.errors)).toBe(true);
-      expect(shape(ours)).toEqual(shape(fixture("turn-correlation-v2", file)));
-      const oursSummary = summaries[index]!;
-      expect(summarySchema(oursSummary), JSON.stringify(summarySchema.errors)).toBe(true);
-      correlatedSummaryPayloadSchema.parse(oursSummary.payload);
-      expect(shape(oursSummary)).toEqual(shape(fixture("summary-correlation", file)));
-      // Same result, same identity in both forms: the summary adds legacy fields to the stored payload.
-      expect(oursSummary.payload).toMatchObject(ours.payload as object);
-    }
-    expect((summaries[1]!.payload as { turnId: string }).turnId).toEqual(expect.any(String));
-    await v2.close();
-    await summary.close();
-  });
-});
+
+    it("both fixture sets' group and input results validate against our contract schemas", () => {
+      for (const file of ["group-result.json", "input-result.json"]) {
+        expect(turnResultEventSchema.safeParse(fixture("turn-correlation-v2", file)).success).toBe(true);
+        expect(correlatedSummaryEventSchema.safeParse(fixture("summary-correlation", file)).success).toBe(
+          true,
+        );
+      }
+    });
+
+    it("what we emit has the fixtures' shape and passes the peer's own JSON schemas (v2 and correlated summary)", async () => {
+      const v2 = await HarnessPeer.connect(s.harness.url, "lamp-f");
+      const summary = await HarnessPeer.connect(s.harness.url, "lamp-f");
+      await v2.hello();
+      await summary.hello([]);
+      await produceResults(s, v2, "lamp-f", ["A", "B"], "C");
+      const results = await v2.waitForEvents("turn.result", 2);
+      const summaries = await summary.waitForEvents("turn.summary", 2);
+      const v2Schema = peerSchema("turn-correlation-v2");
+      const summarySchema = peerSchema("summary-correlation");
+      const shape = (frame: Record<string, unknown>) => ({
+        envelope: Object.keys(frame).sort(),
+        payload: Object.keys(frame.payload as object).sort(),
+        correlation: Object.keys((frame.payload as { correlation: object }).correlation).sort(),
+      });
+      for (const [index, file] of ["group-result.json", "input-result.json"].entries()) {
+        const ours = results[index]!;
+        expect(v2Schema(ours), JSON.stringify(v2Schema.errors)).toBe(true);
+        expect(shape(ours)).toEqual(shape(fixture("turn-correlation-v2", file)));
+        const oursSummary = summaries[index]!;
+        expect(summarySchema(oursSummary), JSON.stringify(summarySchema.errors)).toBe(true);
+        correlatedSummaryPayloadSchema.parse(oursSummary.payload);
+        expect(shape(oursSummary)).toEqual(shape(fixture("summary-correlation", file)));
+        // Same result, same identity in both forms: the summary adds legacy fields to the stored payload.
+        expect(oursSummary.payload).toMatchObject(ours.payload as object);
+      }
+      expect((summaries[1]!.payload as { turnId: string }).turnId).toEqual(expect.any(String));
+      await v2.close();
+      await summary.close();
+    });
+  },
+);

@@ -43,8 +43,15 @@ export function harnessEnv(t: TestRedis, overrides: Record<string, string> = {})
   };
 }
 
-export async function startHarness(t: TestRedis, overrides: Record<string, string> = {}): Promise<HostedServices> {
-  return hostServices("harness-test", [harnessGatewayService, resultProducerService], harnessEnv(t, overrides));
+export async function startHarness(
+  t: TestRedis,
+  overrides: Record<string, string> = {},
+): Promise<HostedServices> {
+  return hostServices(
+    "harness-test",
+    [harnessGatewayService, resultProducerService],
+    harnessEnv(t, overrides),
+  );
 }
 
 export const wsUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}/v1/harness/ws`;
@@ -101,16 +108,38 @@ export class HarnessPeer {
     return this.sendRaw(JSON.stringify(frame), requestId);
   }
 
-  hello(capabilities: string[] = ["turn.correlation.v2"], resume?: { serverInstanceId: string; cursor: number }) {
-    return this.request({ type: "hello", requestId: randomUUID(), proto: 1, capabilities, ...(resume ? { resume } : {}) });
+  hello(
+    capabilities: string[] = ["turn.correlation.v2"],
+    resume?: { serverInstanceId: string; cursor: number },
+  ) {
+    return this.request({
+      type: "hello",
+      requestId: randomUUID(),
+      proto: 1,
+      capabilities,
+      ...(resume ? { resume } : {}),
+    });
   }
 
   send(idempotencyKey: string, text = `please do ${idempotencyKey}`, agentId = AGENT) {
-    return this.request({ type: "turn.send", requestId: randomUUID(), machineId: MACHINE, agentId, idempotencyKey, text });
+    return this.request({
+      type: "turn.send",
+      requestId: randomUUID(),
+      machineId: MACHINE,
+      agentId,
+      idempotencyKey,
+      text,
+    });
   }
 
   stop(idempotencyKey: string, agentId = AGENT) {
-    return this.request({ type: "turn.stop", requestId: randomUUID(), machineId: MACHINE, agentId, idempotencyKey });
+    return this.request({
+      type: "turn.stop",
+      requestId: randomUUID(),
+      machineId: MACHINE,
+      agentId,
+      idempotencyKey,
+    });
   }
 
   receipt(idempotencyKey: string) {
@@ -125,7 +154,9 @@ export class HarnessPeer {
   }
 
   events(kind?: string): Frame[] {
-    return this.frames.filter((frame) => frame.type === "event" && (kind === undefined || frame.kind === kind));
+    return this.frames.filter(
+      (frame) => frame.type === "event" && (kind === undefined || frame.kind === kind),
+    );
   }
 
   async waitForEvents(kind: string, count: number, timeoutMs = 5_000): Promise<Frame[]> {
@@ -158,7 +189,12 @@ export class EvidenceFeed {
   }
 
   delivered(deviceId: string, receipt: ReceiptRef, mode: "direct" | "steering" | "native_queue" = "direct") {
-    return this.emit({ kind: "input.delivered", ...this.base(`delivered-${receipt.deliveryId}`), ...ref(deviceId, receipt), mode });
+    return this.emit({
+      kind: "input.delivered",
+      ...this.base(`delivered-${receipt.deliveryId}`),
+      ...ref(deviceId, receipt),
+      mode,
+    });
   }
 
   consumed(deviceId: string, receipt: ReceiptRef) {
@@ -183,7 +219,10 @@ export class EvidenceFeed {
       outcome,
       fullText,
       ...(engineTurnId ? { engineTurnId } : {}),
-      members: members.map((member) => ({ ...ref(member.deviceId, member.receipt), correlation: "native_exact" })),
+      members: members.map((member) => ({
+        ...ref(member.deviceId, member.receipt),
+        correlation: "native_exact",
+      })),
     });
   }
 }

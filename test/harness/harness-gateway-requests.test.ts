@@ -1,19 +1,36 @@
 import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { harnessErrorResultSchema, helloResultSchema, turnSendResultSchema } from "../../libs/contract/harness-wire.js";
+import {
+  harnessErrorResultSchema,
+  helloResultSchema,
+  turnSendResultSchema,
+} from "../../libs/contract/harness-wire.js";
 import { signToken } from "../../libs/auth/tokens.js";
 import { STREAMS, harnessDispatchSchema } from "../../libs/contract/streams.js";
 import type { HostedServices } from "../../libs/service/service-host.js";
 import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
-import { AGENT, HarnessPeer, MACHINE, SECRET, receiptOf, startHarness, storeCounts, wsUrl } from "./harness-fixture.js";
+import {
+  AGENT,
+  HarnessPeer,
+  MACHINE,
+  SECRET,
+  receiptOf,
+  startHarness,
+  storeCounts,
+  wsUrl,
+} from "./harness-fixture.js";
 
 let t: TestRedis;
 let harness: HostedServices;
 
 beforeAll(async () => {
   t = createTestRedis("hgw-requests");
-  harness = await startHarness(t, { RECEIPT_CAPACITY: "3", RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_SECOND: "1000" });
+  harness = await startHarness(t, {
+    RECEIPT_CAPACITY: "3",
+    RATE_LIMIT_BURST: "1000",
+    RATE_LIMIT_PER_SECOND: "1000",
+  });
 });
 afterAll(async () => {
   await harness.stop();
@@ -49,7 +66,9 @@ describe("harness-gateway authentication", () => {
     expect(await upgradeStatus({ authorization: `Bearer ${forged}` })).toBe(401);
     const expired = await signToken(SECRET, { sub: "lamp-x", expiresInSeconds: -10 });
     expect(await upgradeStatus({ authorization: `Bearer ${expired}` })).toBe(401);
-    expect(await upgradeStatus({ authorization: `Bearer ${await signToken(SECRET, { sub: "lamp-x" })}` })).toBe(101);
+    expect(
+      await upgradeStatus({ authorization: `Bearer ${await signToken(SECRET, { sub: "lamp-x" })}` }),
+    ).toBe(101);
   });
 });
 
@@ -59,7 +78,12 @@ describe("harness-gateway hello", () => {
     const capable = helloResultSchema.parse(await peer.hello(["turn.correlation.v2", "x.other"]));
     expect(capable.machineId).toBe(MACHINE);
     expect(capable.capabilities).toEqual(["turn.correlation.v2"]);
-    expect(capable.limits).toMatchObject({ receiptCapacity: 3, maxPromptBytes: 16384, maxGroupMembers: 64, maxResultPayloadBytes: 32768 });
+    expect(capable.limits).toMatchObject({
+      receiptCapacity: 3,
+      maxPromptBytes: 16384,
+      maxGroupMembers: 64,
+      maxResultPayloadBytes: 32768,
+    });
     expect(capable.limits.receiptRetentionSeconds).toBeGreaterThanOrEqual(86_400);
     const legacy = helloResultSchema.parse(await peer.hello([]));
     expect(legacy.capabilities).toEqual([]);
@@ -70,7 +94,10 @@ describe("harness-gateway hello", () => {
   it("answers every request before hello with INVALID_REQUEST and changes nothing", async () => {
     const peer = await HarnessPeer.connect(harness.url, "lamp-early");
     const answer = await peer.send("early-1");
-    expect(harnessErrorResultSchema.parse(answer)).toMatchObject({ type: "turn.send_result", error: { code: "INVALID_REQUEST" } });
+    expect(harnessErrorResultSchema.parse(answer)).toMatchObject({
+      type: "turn.send_result",
+      error: { code: "INVALID_REQUEST" },
+    });
     expect((await storeCounts(t, "lamp-early")).reservations).toBe(0);
     await peer.close();
   });
@@ -82,13 +109,30 @@ describe("harness-gateway reservations", () => {
     await peer.hello();
     const before = (await dispatched()).length;
     const first = turnSendResultSchema.parse(await peer.send("key-A", "build a house"));
-    expect(first).toMatchObject({ type: "turn.send_result", status: "accepted", receipt: { state: "queued", operation: "turn.send", agentId: AGENT, machineId: MACHINE, turnId: null, error: null } });
+    expect(first).toMatchObject({
+      type: "turn.send_result",
+      status: "accepted",
+      receipt: {
+        state: "queued",
+        operation: "turn.send",
+        agentId: AGENT,
+        machineId: MACHINE,
+        turnId: null,
+        error: null,
+      },
+    });
     const resend = turnSendResultSchema.parse(await peer.send("key-A", "build a house"));
     expect(resend.status).toBe("duplicate");
     expect(resend.receipt).toEqual(first.receipt);
     const dispatches = (await dispatched()).slice(before);
     expect(dispatches).toEqual([
-      expect.objectContaining({ kind: "input", deviceId: "lamp-dup", idempotencyKey: "key-A", deliveryId: first.receipt.deliveryId, text: "build a house" }),
+      expect.objectContaining({
+        kind: "input",
+        deviceId: "lamp-dup",
+        idempotencyKey: "key-A",
+        deliveryId: first.receipt.deliveryId,
+        text: "build a house",
+      }),
     ]);
     const conflict = await peer.send("key-A", "build a boat");
     expect(conflict).toMatchObject({ error: { code: "IDEMPOTENCY_CONFLICT" } });
@@ -102,9 +146,17 @@ describe("harness-gateway reservations", () => {
     const peer = await HarnessPeer.connect(harness.url, "lamp-stop");
     await peer.hello();
     const answer = await peer.stop("stop-1");
-    expect(answer).toMatchObject({ type: "turn.stop_result", status: "accepted", receipt: { operation: "turn.stop", state: "queued" } });
+    expect(answer).toMatchObject({
+      type: "turn.stop_result",
+      status: "accepted",
+      receipt: { operation: "turn.stop", state: "queued" },
+    });
     expect((await dispatched()).filter((entry) => entry.deviceId === "lamp-stop")).toEqual([
-      expect.objectContaining({ kind: "stop", idempotencyKey: "stop-1", deliveryId: receiptOf(answer).deliveryId }),
+      expect.objectContaining({
+        kind: "stop",
+        idempotencyKey: "stop-1",
+        deliveryId: receiptOf(answer).deliveryId,
+      }),
     ]);
     expect(await peer.send("stop-1")).toMatchObject({ error: { code: "IDEMPOTENCY_CONFLICT" } });
     await peer.close();
@@ -113,10 +165,15 @@ describe("harness-gateway reservations", () => {
   it("answers BACKPRESSURE at capacity when every reservation is unresolved, evicting nothing", async () => {
     const peer = await HarnessPeer.connect(harness.url, "lamp-full");
     await peer.hello();
-    for (const key of ["f-1", "f-2", "f-3"]) expect(await peer.send(key)).toMatchObject({ status: "accepted" });
-    expect(await peer.send("f-4")).toMatchObject({ type: "turn.send_result", error: { code: "BACKPRESSURE" } });
+    for (const key of ["f-1", "f-2", "f-3"])
+      expect(await peer.send(key)).toMatchObject({ status: "accepted" });
+    expect(await peer.send("f-4")).toMatchObject({
+      type: "turn.send_result",
+      error: { code: "BACKPRESSURE" },
+    });
     expect((await storeCounts(t, "lamp-full")).reservations).toBe(3);
-    for (const key of ["f-1", "f-2", "f-3"]) expect(await peer.receipt(key)).toMatchObject({ receipt: { state: "queued" } });
+    for (const key of ["f-1", "f-2", "f-3"])
+      expect(await peer.receipt(key)).toMatchObject({ receipt: { state: "queued" } });
     await peer.close();
   });
 
@@ -124,8 +181,12 @@ describe("harness-gateway reservations", () => {
     const peer = await HarnessPeer.connect(harness.url, "lamp-agents");
     await peer.hello();
     const base = { type: "turn.send", idempotencyKey: "a-1", text: "hi" };
-    expect(await peer.request({ ...base, requestId: randomUUID(), machineId: MACHINE, agentId: "ghost" })).toMatchObject({ error: { code: "AGENT_NOT_FOUND" } });
-    expect(await peer.request({ ...base, requestId: randomUUID(), machineId: "machine-9", agentId: AGENT })).toMatchObject({ error: { code: "MACHINE_MISMATCH" } });
+    expect(
+      await peer.request({ ...base, requestId: randomUUID(), machineId: MACHINE, agentId: "ghost" }),
+    ).toMatchObject({ error: { code: "AGENT_NOT_FOUND" } });
+    expect(
+      await peer.request({ ...base, requestId: randomUUID(), machineId: "machine-9", agentId: AGENT }),
+    ).toMatchObject({ error: { code: "MACHINE_MISMATCH" } });
     expect((await storeCounts(t, "lamp-agents")).reservations).toBe(0);
     await peer.close();
   });
@@ -134,15 +195,94 @@ describe("harness-gateway reservations", () => {
     const peer = await HarnessPeer.connect(harness.url, "lamp-bad");
     await peer.hello();
     const requestId = randomUUID();
-    expect(await peer.sendRaw("{not json", null)).toEqual({ type: "error_result", requestId: null, error: { code: "INVALID_REQUEST", message: "frame is not JSON" } });
-    expect(await peer.request({ type: "turn.fly", requestId })).toMatchObject({ type: "error_result", requestId, error: { code: "INVALID_REQUEST" } });
-    const notUuid = { type: "turn.send", requestId: "not-a-uuid", machineId: MACHINE, agentId: AGENT, idempotencyKey: "k", text: "x" };
-    expect(await peer.sendRaw(JSON.stringify(notUuid), null)).toMatchObject({ type: "turn.send_result", requestId: null, error: { code: "INVALID_REQUEST" } });
-    expect(await peer.request({ type: "turn.send", requestId, machineId: MACHINE, agentId: AGENT, idempotencyKey: "k", text: "x", extra: 1 })).toMatchObject({ type: "turn.send_result", requestId, error: { code: "INVALID_REQUEST" } });
-    expect(await peer.request({ type: "turn.send", requestId, machineId: MACHINE, agentId: AGENT, idempotencyKey: "k", text: "é".repeat(8193) })).toMatchObject({ error: { code: "PAYLOAD_TOO_LARGE" } });
-    expect(await peer.request({ type: "turn.send", requestId, machineId: MACHINE, agentId: AGENT, idempotencyKey: "bad key", text: "x" })).toMatchObject({ error: { code: "INVALID_REQUEST" } });
-    expect(await peer.request({ type: "hello", requestId, proto: 2 })).toMatchObject({ type: "hello_result", error: { code: "UNSUPPORTED_CAPABILITY" } });
+    expect(await peer.sendRaw("{not json", null)).toEqual({
+      type: "error_result",
+      requestId: null,
+      error: { code: "INVALID_REQUEST", message: "frame is not JSON" },
+    });
+    expect(await peer.request({ type: "turn.fly", requestId })).toMatchObject({
+      type: "error_result",
+      requestId,
+      error: { code: "INVALID_REQUEST" },
+    });
+    const notUuid = {
+      type: "turn.send",
+      requestId: "not-a-uuid",
+      machineId: MACHINE,
+      agentId: AGENT,
+      idempotencyKey: "k",
+      text: "x",
+    };
+    expect(await peer.sendRaw(JSON.stringify(notUuid), null)).toMatchObject({
+      type: "turn.send_result",
+      requestId: null,
+      error: { code: "INVALID_REQUEST" },
+    });
+    expect(
+      await peer.request({
+        type: "turn.send",
+        requestId,
+        machineId: MACHINE,
+        agentId: AGENT,
+        idempotencyKey: "k",
+        text: "x",
+        extra: 1,
+      }),
+    ).toMatchObject({ type: "turn.send_result", requestId, error: { code: "INVALID_REQUEST" } });
+    expect(
+      await peer.request({
+        type: "turn.send",
+        requestId,
+        machineId: MACHINE,
+        agentId: AGENT,
+        idempotencyKey: "k",
+        text: "é".repeat(8193),
+      }),
+    ).toMatchObject({ error: { code: "PAYLOAD_TOO_LARGE" } });
+    expect(
+      await peer.request({
+        type: "turn.send",
+        requestId,
+        machineId: MACHINE,
+        agentId: AGENT,
+        idempotencyKey: "bad key",
+        text: "x",
+      }),
+    ).toMatchObject({ error: { code: "INVALID_REQUEST" } });
+    expect(await peer.request({ type: "hello", requestId, proto: 2 })).toMatchObject({
+      type: "hello_result",
+      error: { code: "UNSUPPORTED_CAPABILITY" },
+    });
     expect((await storeCounts(t, "lamp-bad")).reservations).toBe(0);
+    await peer.close();
+  });
+});
+
+describe("harness-gateway per-connection limits", () => {
+  let limited: HostedServices;
+  beforeAll(async () => {
+    limited = await startHarness(t, {
+      RATE_LIMIT_BURST: "20",
+      RATE_LIMIT_PER_SECOND: "0.001",
+      MAX_IN_FLIGHT: "1",
+    });
+  });
+  afterAll(async () => limited.stop());
+
+  it("answers RATE_LIMITED once the token bucket is empty and BACKPRESSURE beyond the in-flight bound", async () => {
+    const peer = await HarnessPeer.connect(limited.url, "lamp-limits");
+    await peer.hello();
+    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => peer.receipt(`burst-${i}`)));
+    const codes = burst.map((frame) => (frame.error as { code?: string } | undefined)?.code ?? "ok");
+    expect(codes).toContain("BACKPRESSURE");
+    expect(codes).toContain("ok");
+    const answers: string[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const frame = await peer.receipt(`slow-${i}`);
+      answers.push((frame.error as { code?: string } | undefined)?.code ?? "ok");
+    }
+    expect(answers.at(-1)).toBe("RATE_LIMITED");
+    expect(answers.filter((code) => code === "ok").length).toBeLessThanOrEqual(20 - 1 - 8);
     await peer.close();
   });
 });

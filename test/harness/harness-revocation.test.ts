@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HostedServices } from "../../libs/service/service-host.js";
 import { TsProcess } from "../helpers/child-process.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
-import { EvidenceFeed, HarnessPeer, evidenceSettled, receiptOf, startHarness, storeCounts, tokenFor } from "./harness-fixture.js";
+import {
+  EvidenceFeed,
+  HarnessPeer,
+  evidenceSettled,
+  receiptOf,
+  startHarness,
+  storeCounts,
+  tokenFor,
+} from "./harness-fixture.js";
 
 let t: TestRedis;
 let harness: HostedServices;
@@ -30,12 +38,17 @@ async function deviceWithResult(deviceId: string) {
 }
 
 const revoke = async (deviceId: string, token: string) =>
-  fetch(`${harness.url}/v1/admin/devices/${deviceId}`, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+  fetch(`${harness.url}/v1/admin/devices/${deviceId}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${token}` },
+  });
 
 describe("device revocation", () => {
   it("is operator-only: no token 401, a device token 403, and nothing is removed", async () => {
     await deviceWithResult("lamp-guarded");
-    expect((await fetch(`${harness.url}/v1/admin/devices/lamp-guarded`, { method: "DELETE" })).status).toBe(401);
+    expect((await fetch(`${harness.url}/v1/admin/devices/lamp-guarded`, { method: "DELETE" })).status).toBe(
+      401,
+    );
     expect((await revoke("lamp-guarded", await tokenFor("lamp-guarded"))).status).toBe(403);
     expect(await storeCounts(t, "lamp-guarded")).toMatchObject({ reservations: 1, results: 1 });
   });
@@ -46,8 +59,18 @@ describe("device revocation", () => {
     const oldToken = await tokenFor("lamp-revoked");
     const response = await revoke("lamp-revoked", await tokenFor("ops", "operator"));
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ deviceId: "lamp-revoked", reservations: 1, results: 1, events: 5 });
-    expect(await waitFor(() => peer.closed, (closed) => closed !== undefined)).toEqual({ code: 4001, reason: "revoked" });
+    expect(await response.json()).toEqual({
+      deviceId: "lamp-revoked",
+      reservations: 1,
+      results: 1,
+      events: 5,
+    });
+    expect(
+      await waitFor(
+        () => peer.closed,
+        (closed) => closed !== undefined,
+      ),
+    ).toEqual({ code: 4001, reason: "revoked" });
     expect(await storeCounts(t, "lamp-revoked")).toMatchObject({ reservations: 0, results: 0 });
     const leftovers = await t.redis.keys(`${t.keys.harnessDevice("lamp-revoked")}:*`);
     expect(leftovers).toEqual([`${t.keys.harnessDevice("lamp-revoked")}:revoked-at`]);
@@ -67,10 +90,22 @@ describe("device revocation", () => {
 
   it("tools/revoke-device.ts does the same from the command line", async () => {
     const peer = await deviceWithResult("lamp-cli");
-    const cli = new TsProcess("tools/revoke-device.ts", { REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix }, ["--device", "lamp-cli"]);
+    const cli = new TsProcess("tools/revoke-device.ts", { REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix }, [
+      "--device",
+      "lamp-cli",
+    ]);
     expect(await cli.kill("SIGCONT")).toBe(0);
-    expect(JSON.parse(cli.log.trim().split("\n").at(-1)!)).toMatchObject({ deviceId: "lamp-cli", reservations: 1, results: 1 });
-    expect(await waitFor(() => peer.closed?.code, (code) => code !== undefined)).toBe(4001);
+    expect(JSON.parse(cli.log.trim().split("\n").at(-1)!)).toMatchObject({
+      deviceId: "lamp-cli",
+      reservations: 1,
+      results: 1,
+    });
+    expect(
+      await waitFor(
+        () => peer.closed?.code,
+        (code) => code !== undefined,
+      ),
+    ).toBe(4001);
     expect(await storeCounts(t, "lamp-cli")).toMatchObject({ reservations: 0, results: 0 });
   });
 });

@@ -24,7 +24,11 @@ let feed: EvidenceFeed;
 
 beforeAll(async () => {
   t = createTestRedis("producer");
-  harness = await startHarness(t, { RATE_LIMIT_BURST: "10000", RATE_LIMIT_PER_SECOND: "1000", MAX_IN_FLIGHT: "100" });
+  harness = await startHarness(t, {
+    RATE_LIMIT_BURST: "10000",
+    RATE_LIMIT_PER_SECOND: "1000",
+    MAX_IN_FLIGHT: "100",
+  });
   feed = new EvidenceFeed(t);
 });
 afterAll(async () => {
@@ -48,14 +52,17 @@ async function states(peer: HarnessPeer, keys: string[]) {
   for (const key of keys) {
     const answer = await peer.receipt(key);
     const receipt = answer.receipt === null ? null : receiptSchema.parse(answer.receipt);
-    found[key] = receipt === null ? null : receipt.error ? `${receipt.state}:${receipt.error.code}` : receipt.state;
+    found[key] =
+      receipt === null ? null : receipt.error ? `${receipt.state}:${receipt.error.code}` : receipt.state;
   }
   return found;
 }
 
 const v2Schema = corpusAvailable
   ? new Ajv2020({ strict: false }).compile(
-      JSON.parse(readFileSync(corpusPath("openharness", "turn-correlation-v2", "result.schema.json"), "utf8")),
+      JSON.parse(
+        readFileSync(corpusPath("openharness", "turn-correlation-v2", "result.schema.json"), "utf8"),
+      ),
     )
   : undefined;
 
@@ -64,7 +71,16 @@ describe("result-producer (openharness producer cases)", () => {
     const { peer, receipts } = await deviceWithInputs("lamp-group", ["A", "B", "C"]);
     await feed.consumed("lamp-group", receipts.A!);
     await feed.consumed("lamp-group", receipts.B!);
-    await feed.completed("turn-AB", [{ deviceId: "lamp-group", receipt: receipts.A! }, { deviceId: "lamp-group", receipt: receipts.B! }], "Two red planes and two blue planes.", "completed", "engine-turn-1");
+    await feed.completed(
+      "turn-AB",
+      [
+        { deviceId: "lamp-group", receipt: receipts.A! },
+        { deviceId: "lamp-group", receipt: receipts.B! },
+      ],
+      "Two red planes and two blue planes.",
+      "completed",
+      "engine-turn-1",
+    );
     const [result] = await peer.waitForEvents("turn.result", 1);
     const event = turnResultEventSchema.parse(result);
     expect(event.payload.correlation).toEqual({
@@ -75,13 +91,20 @@ describe("result-producer (openharness producer cases)", () => {
       ],
       engineTurnId: "engine-turn-1",
     });
-    expect(event).toMatchObject({ agentId: AGENT, payload: { outcome: "completed", fullText: "Two red planes and two blue planes." } });
+    expect(event).toMatchObject({
+      agentId: AGENT,
+      payload: { outcome: "completed", fullText: "Two red planes and two blue planes." },
+    });
     if (v2Schema) expect(v2Schema(result), JSON.stringify(v2Schema.errors)).toBe(true);
     expect(await states(peer, ["A", "B", "C"])).toEqual({ A: "completed", B: "completed", C: "delivered" });
     await peer.waitForEvents("turn.done", 1);
-    const started = peer.events("turn.started").map((frame) => (frame.payload as { idempotencyKey: string }).idempotencyKey);
+    const started = peer
+      .events("turn.started")
+      .map((frame) => (frame.payload as { idempotencyKey: string }).idempotencyKey);
     expect(started).toEqual(["A", "B"]);
-    const doneAfterResult = peer.frames.findIndex((f) => f.kind === "turn.done") > peer.frames.findIndex((f) => f.kind === "turn.result");
+    const doneAfterResult =
+      peer.frames.findIndex((f) => f.kind === "turn.done") >
+      peer.frames.findIndex((f) => f.kind === "turn.result");
     expect(doneAfterResult).toBe(true);
     await peer.close();
   });
@@ -95,9 +118,24 @@ describe("result-producer (openharness producer cases)", () => {
     const before = { counts: await storeCounts(t, "lamp-reingest"), frames: peer.frames.length };
     await feed.consumed("lamp-reingest", receipts.A!);
     await feed.completed("turn-A", [{ deviceId: "lamp-reingest", receipt: receipts.A! }], "Done A.");
-    await feed.completed("recap-A", [{ deviceId: "lamp-reingest", receipt: receipts.A! }], "Earlier I did A.");
+    await feed.completed(
+      "recap-A",
+      [{ deviceId: "lamp-reingest", receipt: receipts.A! }],
+      "Earlier I did A.",
+    );
     // A turn end with no proven member is not valid evidence at all: it is dead-lettered, never applied.
-    await t.redis.xadd(t.keys.stream(STREAMS.harnessEvidence.name), "*", "payload", JSON.stringify({ kind: "turn.completed", ...feed.base("bare-end"), outcome: "completed", fullText: "bye", members: [] }));
+    await t.redis.xadd(
+      t.keys.stream(STREAMS.harnessEvidence.name),
+      "*",
+      "payload",
+      JSON.stringify({
+        kind: "turn.completed",
+        ...feed.base("bare-end"),
+        outcome: "completed",
+        fullText: "bye",
+        members: [],
+      }),
+    );
     await evidenceSettled(t);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await storeCounts(t, "lamp-reingest")).toEqual(before.counts);
@@ -115,7 +153,11 @@ describe("result-producer (openharness producer cases)", () => {
     await feed.consumed("lamp-queue", receipts.B!);
     await feed.completed("turn-B", [{ deviceId: "lamp-queue", receipt: receipts.B! }], "B later.");
     const results = await peer.waitForEvents("turn.result", 2);
-    expect(results.map((frame) => turnResultEventSchema.parse(frame).payload.correlation.inputs.map((m) => m.idempotencyKey))).toEqual([["A"], ["B"]]);
+    expect(
+      results.map((frame) =>
+        turnResultEventSchema.parse(frame).payload.correlation.inputs.map((m) => m.idempotencyKey),
+      ),
+    ).toEqual([["A"], ["B"]]);
     expect(await states(peer, ["A", "B"])).toEqual({ A: "completed", B: "completed" });
     await peer.close();
   });
@@ -127,7 +169,10 @@ describe("result-producer (openharness producer cases)", () => {
     const started = receiptSchema.parse((await peer.receipt("A")).receipt);
     expect(started.input).toEqual({ mode: "direct", phase: "accepted" });
     expect(started.turnId).toEqual(expect.any(String));
-    expect(receiptSchema.parse((await peer.receipt("B")).receipt).input).toEqual({ mode: "direct", phase: "submitted" });
+    expect(receiptSchema.parse((await peer.receipt("B")).receipt).input).toEqual({
+      mode: "direct",
+      phase: "submitted",
+    });
     expect(peer.events("turn.result")).toEqual([]);
     await peer.close();
   });
@@ -135,13 +180,30 @@ describe("result-producer (openharness producer cases)", () => {
   it("missing evidence or a session gone ends receipts unknown with the reason and fabricates no result", async () => {
     const { peer, receipts } = await deviceWithInputs("lamp-missing", ["A", "B"]);
     await feed.consumed("lamp-missing", receipts.B!);
-    await feed.emit({ kind: "evidence.missing", ...feed.base("missing-A"), members: [{ deviceId: "lamp-missing", ...receipts.A! }], reason: "RESULT_EVIDENCE_MISSING" });
-    await feed.emit({ kind: "evidence.missing", ...feed.base("exit-B"), members: [{ deviceId: "lamp-missing", ...receipts.B! }], reason: "ENGINE_EXITED" });
-    expect(await states(peer, ["A", "B"])).toEqual({ A: "unknown:RESULT_EVIDENCE_MISSING", B: "unknown:ENGINE_EXITED" });
+    await feed.emit({
+      kind: "evidence.missing",
+      ...feed.base("missing-A"),
+      members: [{ deviceId: "lamp-missing", ...receipts.A! }],
+      reason: "RESULT_EVIDENCE_MISSING",
+    });
+    await feed.emit({
+      kind: "evidence.missing",
+      ...feed.base("exit-B"),
+      members: [{ deviceId: "lamp-missing", ...receipts.B! }],
+      reason: "ENGINE_EXITED",
+    });
+    expect(await states(peer, ["A", "B"])).toEqual({
+      A: "unknown:RESULT_EVIDENCE_MISSING",
+      B: "unknown:ENGINE_EXITED",
+    });
     expect((await storeCounts(t, "lamp-missing")).results).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(peer.events("turn.result")).toEqual([]);
-    expect(peer.events("receipt.updated").map((frame) => (frame.payload as { receipt: { state: string } }).receipt.state)).toContain("unknown");
+    expect(
+      peer
+        .events("receipt.updated")
+        .map((frame) => (frame.payload as { receipt: { state: string } }).receipt.state),
+    ).toContain("unknown");
     await peer.close();
   });
 
@@ -149,7 +211,11 @@ describe("result-producer (openharness producer cases)", () => {
     const mine = await deviceWithInputs("lamp-owner", ["A"]);
     const theirs = await deviceWithInputs("lamp-thief", ["A"]);
     await feed.consumed("lamp-owner", mine.receipts.A!);
-    await feed.completed("turn-steal", [{ deviceId: "lamp-thief", receipt: { idempotencyKey: "A", deliveryId: mine.receipts.A!.deliveryId } }], "stolen");
+    await feed.completed(
+      "turn-steal",
+      [{ deviceId: "lamp-thief", receipt: { idempotencyKey: "A", deliveryId: mine.receipts.A!.deliveryId } }],
+      "stolen",
+    );
     await feed.completed("turn-ghost", [{ deviceId: "lamp-ghost", receipt: mine.receipts.A! }], "ghost");
     expect(await states(mine.peer, ["A"])).toEqual({ A: "started" });
     expect(await states(theirs.peer, ["A"])).toEqual({ A: "delivered" });
@@ -162,10 +228,19 @@ describe("result-producer (openharness producer cases)", () => {
   it("mixed owners: a group spanning two devices is withheld whole and its receipts end unknown", async () => {
     const one = await deviceWithInputs("lamp-mix-1", ["A"]);
     const two = await deviceWithInputs("lamp-mix-2", ["B"]);
-    await feed.completed("turn-mixed", [{ deviceId: "lamp-mix-1", receipt: one.receipts.A! }, { deviceId: "lamp-mix-2", receipt: two.receipts.B! }], "shared");
+    await feed.completed(
+      "turn-mixed",
+      [
+        { deviceId: "lamp-mix-1", receipt: one.receipts.A! },
+        { deviceId: "lamp-mix-2", receipt: two.receipts.B! },
+      ],
+      "shared",
+    );
     expect(await states(one.peer, ["A"])).toEqual({ A: "unknown:RESULT_OWNER_MIXED" });
     expect(await states(two.peer, ["B"])).toEqual({ B: "unknown:RESULT_OWNER_MIXED" });
-    expect((await storeCounts(t, "lamp-mix-1")).results + (await storeCounts(t, "lamp-mix-2")).results).toBe(0);
+    expect((await storeCounts(t, "lamp-mix-1")).results + (await storeCounts(t, "lamp-mix-2")).results).toBe(
+      0,
+    );
     await one.peer.close();
     await two.peer.close();
   });
@@ -174,10 +249,23 @@ describe("result-producer (openharness producer cases)", () => {
     const { peer, receipts } = await deviceWithInputs("lamp-failed", ["A", "B"]);
     await feed.consumed("lamp-failed", receipts.A!);
     await feed.consumed("lamp-failed", receipts.B!);
-    await feed.completed("turn-fail", [{ deviceId: "lamp-failed", receipt: receipts.A! }], "It broke.", "failed");
-    await feed.completed("turn-cancel", [{ deviceId: "lamp-failed", receipt: receipts.B! }], "Stopped.", "cancelled");
+    await feed.completed(
+      "turn-fail",
+      [{ deviceId: "lamp-failed", receipt: receipts.A! }],
+      "It broke.",
+      "failed",
+    );
+    await feed.completed(
+      "turn-cancel",
+      [{ deviceId: "lamp-failed", receipt: receipts.B! }],
+      "Stopped.",
+      "cancelled",
+    );
     const results = await peer.waitForEvents("turn.result", 2);
-    expect(results.map((frame) => turnResultEventSchema.parse(frame).payload.outcome)).toEqual(["failed", "cancelled"]);
+    expect(results.map((frame) => turnResultEventSchema.parse(frame).payload.outcome)).toEqual([
+      "failed",
+      "cancelled",
+    ]);
     expect(await states(peer, ["A", "B"])).toEqual({ A: "started", B: "started" });
     await peer.close();
   });
@@ -187,7 +275,11 @@ describe("result-producer (openharness producer cases)", () => {
     const { peer, receipts } = await deviceWithInputs("lamp-bounds", [...keys, "big", "empty"]);
     const members = keys.map((key) => ({ deviceId: "lamp-bounds", receipt: receipts[key]! }));
     await feed.completed("turn-65", members, "many");
-    await feed.completed("turn-big", [{ deviceId: "lamp-bounds", receipt: receipts.big! }], "x".repeat(33 * 1024));
+    await feed.completed(
+      "turn-big",
+      [{ deviceId: "lamp-bounds", receipt: receipts.big! }],
+      "x".repeat(33 * 1024),
+    );
     await feed.completed("turn-empty", [{ deviceId: "lamp-bounds", receipt: receipts.empty! }], "");
     expect(await states(peer, ["m0", "m64", "big", "empty"])).toEqual({
       m0: "unknown:RESULT_TOO_LARGE",
@@ -204,8 +296,18 @@ describe("result-producer (openharness producer cases)", () => {
     await feed.consumed("lamp-stopper", receipts.A!);
     const stop = receiptOf(await peer.stop("S"));
     await feed.emit({ kind: "stop.confirmed", ...feed.base("stop-S"), deviceId: "lamp-stopper", ...stop });
-    await feed.emit({ kind: "input.rejected", ...feed.base("reject-R"), deviceId: "lamp-stopper", ...receipts.R!, reason: "no active turn" });
-    expect(await states(peer, ["A", "S", "R"])).toEqual({ A: "started", S: "completed", R: "rejected:INPUT_REJECTED" });
+    await feed.emit({
+      kind: "input.rejected",
+      ...feed.base("reject-R"),
+      deviceId: "lamp-stopper",
+      ...receipts.R!,
+      reason: "no active turn",
+    });
+    expect(await states(peer, ["A", "S", "R"])).toEqual({
+      A: "started",
+      S: "completed",
+      R: "rejected:INPUT_REJECTED",
+    });
     await peer.close();
   });
 
@@ -216,13 +318,22 @@ describe("result-producer (openharness producer cases)", () => {
     await feed.consumed("lamp-updates", receipts.A!);
     await feed.completed("turn-updates", [{ deviceId: "lamp-updates", receipt: receipts.A! }], "ok");
     const updates = await peer.waitForEvents("receipt.updated", 3);
-    expect(updates.map((frame) => (frame.payload as { receipt: { state: string } }).receipt.state)).toEqual(["delivered", "started", "completed"]);
-    expect(updates.every((frame) => (frame.payload as { idempotencyKey: string }).idempotencyKey === "A")).toBe(true);
+    expect(updates.map((frame) => (frame.payload as { receipt: { state: string } }).receipt.state)).toEqual([
+      "delivered",
+      "started",
+      "completed",
+    ]);
+    expect(
+      updates.every((frame) => (frame.payload as { idempotencyKey: string }).idempotencyKey === "A"),
+    ).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(other.events()).toEqual([]);
     const ids = peer.events().map((frame) => frame.eventId as number);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    await waitFor(() => 0, () => true);
+    await waitFor(
+      () => 0,
+      () => true,
+    );
     await peer.close();
     await other.close();
   });

@@ -105,7 +105,12 @@ export class ReservationStore {
   }
 }
 
-function dispatchOf(deviceId: string, deliveryId: string, request: ReservableRequest, now: number): HarnessDispatch {
+function dispatchOf(
+  deviceId: string,
+  deliveryId: string,
+  request: ReservableRequest,
+  now: number,
+): HarnessDispatch {
   const target = {
     deliveryId,
     deviceId,

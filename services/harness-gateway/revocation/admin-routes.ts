@@ -5,10 +5,16 @@ import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { revokeDevice } from "./device-revocation.js";
 
 /** `DELETE /v1/admin/devices/:deviceId`: operators only; 401 without a valid token, 403 for a device token. */
-export function registerAdminRoutes(http: FastifyInstance, redis: Redis, keys: Keyspace, secret: string): void {
+export function registerAdminRoutes(
+  http: FastifyInstance,
+  redis: Redis,
+  keys: Keyspace,
+  secret: string,
+): void {
   http.delete<{ Params: { deviceId: string } }>("/v1/admin/devices/:deviceId", async (request, reply) => {
     const token = bearerToken(request.headers.authorization);
-    if (!token) return reply.code(401).send({ error: { code: "UNAUTHORIZED", message: "missing bearer token" } });
+    if (!token)
+      return reply.code(401).send({ error: { code: "UNAUTHORIZED", message: "missing bearer token" } });
     try {
       const principal = await verifyToken(secret, token);
       if (principal.role !== "operator")

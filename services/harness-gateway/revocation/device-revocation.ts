@@ -13,7 +13,11 @@ export interface RevocationReport {
 }
 
 /** Removes a device's Harness data, refuses its older tokens and closes its sessions (used by the API and CLI). */
-export async function revokeDevice(redis: Redis, keys: Keyspace, deviceId: string): Promise<RevocationReport> {
+export async function revokeDevice(
+  redis: Redis,
+  keys: Keyspace,
+  deviceId: string,
+): Promise<RevocationReport> {
   const [reservations, results, events] = (await revokeScript.run(
     redis,
     [new HarnessDeviceKeys(keys, deviceId).base],

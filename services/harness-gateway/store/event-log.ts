@@ -2,7 +2,12 @@ import type { Redis } from "ioredis";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { HarnessDeviceKeys } from "./harness-keys.js";
-import { storedEventSchema, storedResultSchema, type StoredEvent, type StoredResult } from "./stored-records.js";
+import {
+  storedEventSchema,
+  storedResultSchema,
+  type StoredEvent,
+  type StoredResult,
+} from "./stored-records.js";
 
 const openResyncScript = LuaScript.fromFile(new URL("../lua/open-resync-1.lua", import.meta.url));
 

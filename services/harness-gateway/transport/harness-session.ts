@@ -65,13 +65,19 @@ export class HarnessSession {
   }
 
   receive(data: Buffer | ArrayBuffer | Buffer[]): void {
-    const text = Buffer.isBuffer(data) ? data.toString("utf8") : Buffer.concat(toBuffers(data)).toString("utf8");
+    const text = Buffer.isBuffer(data)
+      ? data.toString("utf8")
+      : Buffer.concat(toBuffers(data)).toString("utf8");
     const parsed = parseFrame(text);
     if (!parsed.ok) return this.reply(parsed.error, parsed.error.error.code);
     const { request, address } = parsed;
     if (!this.bucket.take()) return this.refuse(address, "RATE_LIMITED", "request rate exceeded");
     if (this.inFlight >= this.deps.config.MAX_IN_FLIGHT)
-      return this.refuse(address, "BACKPRESSURE", `more than ${this.deps.config.MAX_IN_FLIGHT} requests in flight`);
+      return this.refuse(
+        address,
+        "BACKPRESSURE",
+        `more than ${this.deps.config.MAX_IN_FLIGHT} requests in flight`,
+      );
     this.inFlight += 1;
     void this.handle(request, address).finally(() => (this.inFlight -= 1));
   }
@@ -94,7 +100,9 @@ export class HarnessSession {
     try {
       if (request.type === "hello") {
         this.helloed = true;
-        return this.enqueue(() => this.openStream(request).catch((error: unknown) => this.failHello(address, error)));
+        return this.enqueue(() =>
+          this.openStream(request).catch((error: unknown) => this.failHello(address, error)),
+        );
       }
       if (!this.helloed) return this.refuse(address, "INVALID_REQUEST", `send hello before ${request.type}`);
       if (request.type === "receipt.get") {
@@ -110,7 +118,8 @@ export class HarnessSession {
 
   private async reserve(request: ReservableRequest, address: ReplyAddress): Promise<void> {
     const refusal = this.deps.agents.refusal(request.agentId, request.machineId);
-    if (refusal) return this.refuse(address, refusal, `${request.agentId} on ${request.machineId}: ${refusal}`);
+    if (refusal)
+      return this.refuse(address, refusal, `${request.agentId} on ${request.machineId}: ${refusal}`);
     const instance = await this.deps.identity.current();
     const outcome = await this.deps.reservations.reserve(
       this.deviceId,
@@ -130,7 +139,12 @@ export class HarnessSession {
       case "accepted":
         await this.deps.reservations.dispatch(this.deviceId, request.idempotencyKey);
     }
-    this.reply({ type: address.type, requestId: request.requestId, status: outcome.status, receipt: outcome.receipt });
+    this.reply({
+      type: address.type,
+      requestId: request.requestId,
+      status: outcome.status,
+      receipt: outcome.receipt,
+    });
   }
 
   /** hello: replace the capability set, answer, then replay after a valid cursor or resync. */
@@ -141,7 +155,10 @@ export class HarnessSession {
     const { head, floor } = await this.deps.eventLog.bounds(this.deviceId);
     const resume = hello.resume;
     const resumable =
-      resume !== undefined && resume.serverInstanceId === instance && resume.cursor <= head && resume.cursor >= floor;
+      resume !== undefined &&
+      resume.serverInstanceId === instance &&
+      resume.cursor <= head &&
+      resume.cursor >= floor;
     this.streaming = true;
     this.send({
       type: "hello_result",
@@ -199,10 +216,16 @@ export class HarnessSession {
     this.deps.metrics.eventsSent.inc({ kind });
   }
 
-  private async sendResult(resultId: string, envelope: { eventId: number; serverInstanceId: string }): Promise<void> {
+  private async sendResult(
+    resultId: string,
+    envelope: { eventId: number; serverInstanceId: string },
+  ): Promise<void> {
     const stored = await this.deps.eventLog.result(this.deviceId, resultId);
     if (!stored) return;
-    const form = resultFormFor(this.capabilities.has(TURN_CORRELATION_V2), this.deps.config.LEGACY_SUMMARY_PROFILE);
+    const form = resultFormFor(
+      this.capabilities.has(TURN_CORRELATION_V2),
+      this.deps.config.LEGACY_SUMMARY_PROFILE,
+    );
     const earlier = this.sentForms.get(resultId);
     if (earlier !== undefined && earlier !== form) return;
     const frame = renderResultEvent(form, stored, envelope);

@@ -29,7 +29,9 @@ export async function authenticatePeer(
     return { code: "UNAUTHORIZED", message: error instanceof AuthError ? error.message : "invalid token" };
   }
   const issuedAtSeconds = decodeJwt(token).iat ?? 0;
-  const revokedAt = Number((await redis.get(new HarnessDeviceKeys(keys, principal.deviceId).revokedAt)) ?? -1);
+  const revokedAt = Number(
+    (await redis.get(new HarnessDeviceKeys(keys, principal.deviceId).revokedAt)) ?? -1,
+  );
   if (revokedAt >= 0 && issuedAtSeconds <= Math.floor(revokedAt / 1000))
     return { code: "REVOKED", message: "token issued before the device was revoked" };
   return { ...principal, tokenIssuedAt: issuedAtSeconds };

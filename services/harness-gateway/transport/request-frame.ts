@@ -21,8 +21,7 @@ export type ErrorFrame = ReplyAddress & {
 };
 
 export type ParsedFrame =
-  | { ok: true; request: HarnessRequest; address: ReplyAddress }
-  | { ok: false; error: ErrorFrame };
+  { ok: true; request: HarnessRequest; address: ReplyAddress } | { ok: false; error: ErrorFrame };
 
 export function errorFrame(address: ReplyAddress, code: HarnessErrorCode, message: string): ErrorFrame {
   return { type: address.type, requestId: address.requestId, error: { code, message } };
@@ -60,7 +59,10 @@ export function parseFrame(text: string): ParsedFrame {
   if (typeof fields.text === "string" && utf8Bytes(fields.text) > MAX_PROMPT_BYTES)
     return fail("PAYLOAD_TOO_LARGE", `text exceeds ${MAX_PROMPT_BYTES} bytes of UTF-8`);
   if (fields.type === "hello" && typeof fields.proto === "number" && fields.proto !== PROTOCOL_VERSION)
-    return fail("UNSUPPORTED_CAPABILITY", `proto ${fields.proto} is not supported (speak ${PROTOCOL_VERSION})`);
+    return fail(
+      "UNSUPPORTED_CAPABILITY",
+      `proto ${fields.proto} is not supported (speak ${PROTOCOL_VERSION})`,
+    );
   const parsed = harnessRequestSchema.safeParse(frame);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -44,10 +44,16 @@ function header(envelope: EventEnvelope, result: StoredResult, kind: string): st
  * Renders a stored result as one event frame, or undefined when this form must not carry it. `turn.result`
  * splices the stored payload bytes in unchanged; the summaries add the legacy fields to the same payload.
  */
-export function renderResultEvent(form: ResultForm, result: StoredResult, envelope: EventEnvelope): string | undefined {
-  if (form === "turn.result") return `${header(envelope, result, "turn.result")},"payload":${result.payload}}`;
+export function renderResultEvent(
+  form: ResultForm,
+  result: StoredResult,
+  envelope: EventEnvelope,
+): string | undefined {
+  if (form === "turn.result")
+    return `${header(envelope, result, "turn.result")},"payload":${result.payload}}`;
   const payload: TurnResultPayload = turnResultPayloadSchema.parse(JSON.parse(result.payload));
-  const single = result.scope === "input" ? { idempotencyKey: result.singleKey, turnId: result.singleTurnId || null } : {};
+  const single =
+    result.scope === "input" ? { idempotencyKey: result.singleKey, turnId: result.singleTurnId || null } : {};
   if (form === "turn.summary.correlated") {
     const summary = correlatedSummaryPayloadSchema.parse({
       ...payload,
@@ -59,6 +65,11 @@ export function renderResultEvent(form: ResultForm, result: StoredResult, envelo
   }
   // A plain legacy peer cannot read membership or outcome: only a proven single input that completed.
   if (result.scope !== "input" || payload.outcome !== "completed") return undefined;
-  const plain = { kind: "summary", text: summaryLine(payload.fullText), fullText: payload.fullText, ...single };
+  const plain = {
+    kind: "summary",
+    text: summaryLine(payload.fullText),
+    fullText: payload.fullText,
+    ...single,
+  };
   return `${header(envelope, result, "turn.summary")},"payload":${JSON.stringify(plain)}}`;
 }

@@ -53,7 +53,8 @@ export class SessionRegistry {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    for (const deviceId of [...this.byDevice.keys()]) this.closeDevice(deviceId, 1001, "server shutting down");
+    for (const deviceId of [...this.byDevice.keys()])
+      this.closeDevice(deviceId, 1001, "server shutting down");
     this.subscriber.disconnect();
   }
 
