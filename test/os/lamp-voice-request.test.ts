@@ -1,0 +1,273 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { signToken } from "../../libs/auth/tokens.js";
+import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import { appendToStream } from "../../libs/streams/stream-writer.js";
+import { deviceGatewayService } from "../../services/device-gateway/definition.js";
+import { routerService } from "../../services/router/definition.js";
+import { runResolverService } from "../../services/run-resolver/definition.js";
+import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { ScriptedHarnessPeer } from "./harness-peer.js";
+import { AGENT, JWT_SECRET, MACHINE, osEnv, pushAndSettle, resultEvent, runOf } from "./os-fixture.js";
+
+const DEVICE = "lamp-voice";
+const GATEWAY = "gateway-test";
+let t: TestRedis;
+let peer: ScriptedHarnessPeer;
+let services: HostedServices;
+const sockets: WebSocket[] = [];
+
+/** A Lamp over the real WebSocket that collects every frame the OS sends it. */
+async function connectLamp(token: string) {
+  const socket = new WebSocket(`${services.url.replace("http", "ws")}/v1/lamp/ws`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  sockets.push(socket);
+  const frames: Record<string, unknown>[] = [];
+  socket.on("message", (data) => frames.push(JSON.parse(data.toString()) as Record<string, unknown>));
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  const answerTo = async (requestId: string) => {
+    const found = await waitFor(
+      () => frames.find((frame) => frame.requestId === requestId),
+      (frame) => frame !== undefined,
+    );
+    if (!found) throw new Error(`no answer to ${requestId}`);
+    return found;
+  };
+  return { socket, frames, answerTo, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
+}
+
+const voiceRequest = (requestId: string, text = "build a house") => ({
+  type: "voice.request",
+  requestId,
+  agentId: AGENT,
+  machineId: MACHINE,
+  text,
+  voiceTarget: { id: "kitchen" },
+  replyRoute: "voice",
+});
+
+beforeEach(async () => {
+  t = createTestRedis("lamp");
+  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  services = await hostServices(
+    "test",
+    [deviceGatewayService, routerService, runResolverService],
+    osEnv(t, peer, { GATEWAY_INSTANCE_ID: GATEWAY, LAMP_PRESENCE_TTL_MS: "900" }),
+  );
+});
+
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.close();
+  await services.stop();
+  await peer.close();
+  await t.cleanup();
+});
+
+describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
+  it("registers the run, sends exactly one turn.send with its key, and answers with the Harness receipt", async () => {
+    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const requestId = randomUUID();
+    lamp.send(voiceRequest(requestId));
+    const answer = await lamp.answerTo(requestId);
+    expect(answer).toMatchObject({ type: "voice.request_result", requestId });
+    const runId = String(answer.runId);
+    const key = String(answer.idempotencyKey);
+    const sends = peer.framesOf(DEVICE, "turn.send");
+    expect(sends).toHaveLength(1);
+    expect(sends[0]).toMatchObject({
+      idempotencyKey: key,
+      agentId: AGENT,
+      machineId: MACHINE,
+      text: "build a house",
+    });
+    expect(answer.receipt).toMatchObject({
+      idempotencyKey: key,
+      deliveryId: `delivery-${key}`,
+      state: "queued",
+    });
+    expect(await runOf(t, DEVICE, runId)).toMatchObject({
+      state: "pending",
+      idempotencyKey: key,
+      deliveryId: `delivery-${key}`,
+      serverInstanceId: "originating-instance",
+      voiceTargetId: "kitchen",
+      replyRoute: "voice",
+    });
+
+    const repeatId = randomUUID();
+    lamp.send({ ...voiceRequest(requestId), requestId });
+    lamp.send(voiceRequest(repeatId, "   "));
+    const repeated = await waitFor(
+      () => lamp.frames.filter((frame) => frame.requestId === requestId),
+      (frames) => frames.length === 2,
+    );
+    expect(repeated[1]).toMatchObject({
+      runId,
+      idempotencyKey: key,
+      receipt: { deliveryId: `delivery-${key}` },
+    });
+    expect(await lamp.answerTo(repeatId)).toMatchObject({ error: { code: "INVALID_REQUEST" } });
+    expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(1);
+  });
+
+  it("refuses the upgrade with 401 without a valid device token", async () => {
+    const refused = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(`${services.url.replace("http", "ws")}/v1/lamp/ws`, {
+        headers: { authorization: "Bearer not-a-token" },
+      });
+      socket.on("unexpected-response", (_request, response) => resolve(response.statusCode ?? 0));
+      socket.on("open", () => resolve(101));
+    });
+    expect(refused).toBe(401);
+  });
+
+  it("voice.cancel marks the run and sends one turn.stop; the later result still resolves it, cancellation kept", async () => {
+    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const requestId = randomUUID();
+    lamp.send(voiceRequest(requestId));
+    const { runId, idempotencyKey } = (await lamp.answerTo(requestId)) as {
+      runId: string;
+      idempotencyKey: string;
+    };
+    const cancels = [randomUUID(), randomUUID()];
+    for (const cancelId of cancels) lamp.send({ type: "voice.cancel", requestId: cancelId, runId });
+    for (const cancelId of cancels)
+      expect(await lamp.answerTo(cancelId)).toMatchObject({
+        type: "voice.cancel_result",
+        runId,
+        cancelled: true,
+      });
+    await waitFor(
+      () => peer.framesOf(DEVICE, "turn.stop").length,
+      (n) => n === 1,
+    );
+    expect(peer.framesOf(DEVICE, "turn.stop")[0]).toMatchObject({ agentId: AGENT, machineId: MACHINE });
+    await pushAndSettle(
+      t,
+      peer,
+      services.url,
+      DEVICE,
+      resultEvent({
+        resultId: "r-cancelled",
+        outcome: "cancelled",
+        members: [[`delivery-${idempotencyKey}`, idempotencyKey]],
+      }),
+    );
+    const run = await runOf(t, DEVICE, runId);
+    expect(run).toMatchObject({ state: "resolved", outcome: "cancelled", resultId: "r-cancelled" });
+    expect(run?.cancelledAt).toBeGreaterThan(0);
+  });
+
+  it("delivers playback.start to the Lamp, forwards acks, and answers playback.repeat for own results only", async () => {
+    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    await waitFor(
+      () => t.redis.get(t.keys.lampPresence(DEVICE)),
+      (holder) => holder === GATEWAY,
+    );
+    const frame = {
+      type: "playback.start",
+      playbackId: "p-1",
+      resultId: "r-1",
+      voiceTargetId: "kitchen",
+      text: "hi",
+    };
+    await appendToStream(t.redis, t.keys, LAMP_STREAMS.lampDelivery(GATEWAY), {
+      deviceId: DEVICE,
+      frame,
+      sentAt: Date.now(),
+    });
+    await waitFor(() => lamp.frames.some((f) => f.type === "playback.start"), Boolean);
+    expect(lamp.frames.find((f) => f.type === "playback.start")).toEqual(frame);
+
+    lamp.send({ type: "playback.ack", playbackId: "p-1", state: "started" });
+    const missing = randomUUID();
+    lamp.send({ type: "playback.repeat", requestId: missing, resultId: "r-unknown" });
+    expect(await lamp.answerTo(missing)).toMatchObject({ error: { code: "NOT_FOUND" } });
+    await t.redis.set(new OsDeviceKeys(t.keys, DEVICE).resultId("r-1"), "originating-instance|r-1");
+    const repeat = randomUUID();
+    lamp.send({ type: "playback.repeat", requestId: repeat, resultId: "r-1" });
+    const repeated = await lamp.answerTo(repeat);
+    expect(repeated).toMatchObject({ type: "playback.repeat_result", requestId: repeat });
+    const events = await t.redis.xrange(t.keys.stream(LAMP_STREAMS.lampEvents.name), "-", "+");
+    expect(events.map(([, fields]) => JSON.parse(fields[1] ?? "{}"))).toMatchObject([
+      { kind: "playback.ack", deviceId: DEVICE, playbackId: "p-1", state: "started" },
+      {
+        kind: "playback.repeat",
+        deviceId: DEVICE,
+        requestId: repeat,
+        resultId: "r-1",
+        playbackId: repeated.playbackId,
+      },
+    ]);
+
+    lamp.socket.close();
+    await waitFor(
+      () => t.redis.get(t.keys.lampPresence(DEVICE)),
+      (holder) => holder === null,
+    );
+    expect(await t.redis.get(t.keys.lampPresence(DEVICE))).toBeNull();
+  });
+
+  it("the OS API shows a device its own runs and results, 404 for unknown ids, and needs a token", async () => {
+    const token = await signToken(JWT_SECRET, { sub: DEVICE });
+    const lamp = await connectLamp(token);
+    const requestId = randomUUID();
+    lamp.send(voiceRequest(requestId));
+    const { runId, idempotencyKey } = (await lamp.answerTo(requestId)) as {
+      runId: string;
+      idempotencyKey: string;
+    };
+    await pushAndSettle(
+      t,
+      peer,
+      services.url,
+      DEVICE,
+      resultEvent({
+        resultId: "r-api",
+        fullText: "The **house** is built.",
+        members: [[`delivery-${idempotencyKey}`, idempotencyKey]],
+      }),
+    );
+    const get = (path: string, bearer = token) =>
+      fetch(`${services.url}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
+    expect(await (await get(`/v1/runs/${runId}`)).json()).toMatchObject({
+      runId,
+      state: "resolved",
+      outcome: "completed",
+      resultId: "r-api",
+      idempotencyKey,
+      deliveryId: `delivery-${idempotencyKey}`,
+      agentId: AGENT,
+      voiceTarget: { id: "kitchen" },
+      replyRoute: "voice",
+    });
+    expect(await (await get("/v1/results/r-api")).json()).toMatchObject({
+      resultId: "r-api",
+      deviceId: DEVICE,
+      serverInstanceId: "originating-instance",
+      outcome: "completed",
+      fullText: "The **house** is built.",
+      members: [{ runId, deliveryId: `delivery-${idempotencyKey}`, idempotencyKey }],
+    });
+    expect((await get("/v1/runs?state=resolved").then((r) => r.json())).runs).toHaveLength(1);
+    expect((await get("/v1/runs?state=pending").then((r) => r.json())).runs).toHaveLength(0);
+    expect((await get("/v1/runs/nope")).status).toBe(404);
+    expect((await get("/v1/results/nope")).status).toBe(404);
+    expect((await get("/v1/runs?state=weird")).status).toBe(400);
+    expect((await get("/v1/runs?deviceId=lamp-other")).status).toBe(403);
+    expect((await get("/v1/rejections").then((r) => r.json())).rejections).toEqual([]);
+    expect((await get("/v1/protocol-errors").then((r) => r.json())).protocolErrors).toEqual([]);
+    expect((await fetch(`${services.url}/v1/runs`)).status).toBe(401);
+    const other = await signToken(JWT_SECRET, { sub: "lamp-other" });
+    expect((await get(`/v1/runs/${runId}`, other)).status).toBe(404);
+    const operator = await signToken(JWT_SECRET, { sub: "ops", role: "operator" });
+    expect((await get(`/v1/runs/${runId}?deviceId=${DEVICE}`, operator)).status).toBe(200);
+  });
+});
