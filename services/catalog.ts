@@ -1,7 +1,24 @@
 import type { ServiceDefinition } from "../libs/service/service-context.js";
+import { deviceGatewayService } from "./device-gateway/definition.js";
+import { engineRunnerService } from "./engine-runner/definition.js";
+import { evidenceExtractorService } from "./evidence-extractor/definition.js";
+import { harnessGatewayService } from "./harness-gateway/definition.js";
+import { resultProducerService } from "./result-producer/definition.js";
+import { routerService } from "./router/definition.js";
+import { runResolverService } from "./run-resolver/definition.js";
+import { ttsDispatcherService } from "./tts-dispatcher/definition.js";
 
-/** Every service of the system, in start order (consumers after the producers of their streams' groups). */
-export const allServices: ServiceDefinition[] = [];
+/** Every service of the system: Harness side first (engine to gateway), then the OS side (gateway to speech). */
+export const allServices: ServiceDefinition[] = [
+  engineRunnerService,
+  evidenceExtractorService,
+  resultProducerService,
+  harnessGatewayService,
+  deviceGatewayService,
+  routerService,
+  runResolverService,
+  ttsDispatcherService,
+];
 
 export function serviceNamed(name: string): ServiceDefinition | undefined {
   return allServices.find((definition) => definition.name === name);

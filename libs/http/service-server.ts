@@ -1,5 +1,5 @@
 import websocket from "@fastify/websocket";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
 import type { Logger } from "../logging/logger.js";
 import type { HealthRegistry } from "./health.js";
@@ -12,7 +12,7 @@ export async function createServiceServer(options: {
 }): Promise<FastifyInstance> {
   const server: FastifyInstance = Fastify({
     loggerInstance: options.log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024,
   });
   await server.register(websocket, { options: { maxPayload: 64 * 1024 } });

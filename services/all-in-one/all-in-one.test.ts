@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { TsProcess } from "../../test/helpers/child-process.js";
+import { waitFor } from "../../test/helpers/test-redis.js";
 
 let child: TsProcess | undefined;
 afterEach(async () => {
@@ -23,10 +24,17 @@ describe("npm start (all-in-one)", () => {
     expect(child.log).toContain("started redis-server");
     const base = `http://127.0.0.1:${port}`;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
-    const ready = await fetch(`${base}/readyz`);
-    expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ ok: true, checks: { redis: true } });
+    const ready = await waitFor(
+      async () => (await (await fetch(`${base}/readyz`)).json()) as { ok?: boolean },
+      (report) => report.ok === true,
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+    expect(ready).toMatchObject({ ok: true, checks: { redis: true } });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toContain("process_cpu_seconds_total");
+    expect(metrics).toContain("stream_entries_processed_total");
+    const stopping = Date.now();
+    expect(await child.kill("SIGTERM")).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(10_000);
   });
 });

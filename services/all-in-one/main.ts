@@ -3,9 +3,10 @@ import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
 import { hostServices } from "../../libs/service/service-host.js";
 import { allServices } from "../catalog.js";
 import { startEmbeddedRedis } from "./embedded-redis.js";
+import { withLocalDefaults } from "./local-defaults.js";
 
 /** Every service in one process behind one HTTP port (127.0.0.1:8080 by default): the laptop mode. */
-const env = { ...process.env };
+const env = withLocalDefaults(process.env);
 try {
   parseConfig(baseEnvSchema, env);
   for (const definition of allServices) definition.checkConfig(env);
