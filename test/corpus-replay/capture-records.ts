@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { EngineKind } from "../../libs/contract/engine.js";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
 import { REPLAY_AGENT, type ReplayInput } from "./t3code-records.js";
 
 /** An openharness capture: the inputs typed into an interactive session and the session file's rows. */
@@ -50,7 +50,7 @@ export function captureRecords(path: string, engine: EngineKind, runtimeId = "ta
   let last = firstAt;
   const records = bodies.map((body, index): EngineRecord => {
     last = Math.max(last, body.at);
-    return {
+    return engineRecordSchema.parse({
       agentId: REPLAY_AGENT.agentId,
       machineId: REPLAY_AGENT.machineId,
       engine,
@@ -58,7 +58,7 @@ export function captureRecords(path: string, engine: EngineKind, runtimeId = "ta
       seq: index + 1,
       receivedAt: last,
       record: body.record,
-    };
+    });
   });
   return { records, inputs };
 }

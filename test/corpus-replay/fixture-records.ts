@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { engineKindSchema, type EngineKind } from "../../libs/contract/engine.js";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
 import { REPLAY_AGENT, type ReplayInput } from "./t3code-records.js";
 
 /**
@@ -41,14 +41,17 @@ export function fixtureRecords(path: string, runtimeId = "rt-1"): FixtureReplay 
   let clock = BASE_MS;
   const push = (record: EngineRecord["record"], at = clock) => {
     clock = Math.max(clock + 10, at);
-    records.push({
-      ...REPLAY_AGENT,
-      engine: header.engine,
-      runtimeId,
-      seq: records.length + 1,
-      receivedAt: clock,
-      record,
-    });
+    records.push(
+      engineRecordSchema.parse({
+        agentId: REPLAY_AGENT.agentId,
+        machineId: REPLAY_AGENT.machineId,
+        engine: header.engine,
+        runtimeId,
+        seq: records.length + 1,
+        receivedAt: clock,
+        record,
+      }),
+    );
   };
   const ref = (label: string, text?: string) => {
     const input = {

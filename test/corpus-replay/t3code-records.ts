@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { EngineKind } from "../../libs/contract/engine.js";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
 
 /**
  * Turns a t3code recording into the `engine.records` the engine-runner would have written for it, following the
@@ -205,14 +205,16 @@ class RecordBuilder {
 
   private push(record: EngineRecord["record"]): void {
     this.seq += 1;
-    this.records.push({
-      agentId: REPLAY_AGENT.agentId,
-      machineId: REPLAY_AGENT.machineId,
-      engine: this.engine,
-      runtimeId: `${this.runtimePrefix}-${this.runtime}`,
-      seq: this.seq,
-      receivedAt: START_MS + this.records.length * 10,
-      record,
-    });
+    this.records.push(
+      engineRecordSchema.parse({
+        agentId: REPLAY_AGENT.agentId,
+        machineId: REPLAY_AGENT.machineId,
+        engine: this.engine,
+        runtimeId: `${this.runtimePrefix}-${this.runtime}`,
+        seq: this.seq,
+        receivedAt: START_MS + this.records.length * 10,
+        record,
+      }),
+    );
   }
 }
