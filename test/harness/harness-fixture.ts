@@ -247,11 +247,16 @@ export function receiptOf(frame: Record<string, unknown>): ReceiptRef {
 
 export async function storeCounts(t: TestRedis, deviceId: string) {
   const device = new HarnessDeviceKeys(t.keys, deviceId);
-  const [reservations, dispatched, results] = await Promise.all([
-    t.redis.zcard(device.reservations),
-    t.redis.xlen(t.keys.stream(STREAMS.harnessDispatch.name)),
-    t.redis.zcard(device.results),
-  ]);
+  const replies = await t.redis
+    .pipeline()
+    .zcard(device.reservations)
+    .xlen(t.keys.stream(STREAMS.harnessDispatch.name))
+    .zcard(device.results)
+    .exec();
+  const [reservations = 0, dispatched = 0, results = 0] = (replies ?? []).map(([error, value]) => {
+    if (error) throw error;
+    return Number(value);
+  });
   return { reservations, dispatched, results };
 }
 

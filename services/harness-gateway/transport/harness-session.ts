@@ -69,9 +69,13 @@ export class HarnessSession {
       ? data.toString("utf8")
       : Buffer.concat(toBuffers(data)).toString("utf8");
     const parsed = parseFrame(text);
-    if (!parsed.ok) return this.reply(parsed.error, parsed.error.error.code);
-    const { request, address } = parsed;
+    const address = parsed.ok
+      ? parsed.address
+      : { type: parsed.error.type, requestId: parsed.error.requestId };
+    // Every frame spends a token, garbage included, so a flood of junk is throttled like any other.
     if (!this.bucket.take()) return this.refuse(address, "RATE_LIMITED", "request rate exceeded");
+    if (!parsed.ok) return this.reply(parsed.error, parsed.error.error.code);
+    const { request } = parsed;
     if (this.inFlight >= this.deps.config.MAX_IN_FLIGHT)
       return this.refuse(
         address,
