@@ -26,11 +26,11 @@ export const ttsDispatcherEnvSchema = z
     /** Completed/failed playback jobs are kept at least this long; keep it >= the OS result retention. */
     RESULT_RETENTION_MS: envInt(30 * DAY_MS, 60_000),
     NODE_ENV: z.string().optional(),
-    TTS_CRASH_AT: crashPointSchema.optional(),
+    TTS_CRASH_AT: z.union([crashPointSchema, z.literal("")]).optional(),
   })
   .transform(({ NODE_ENV, TTS_CRASH_AT, ...settings }) => ({
     ...settings,
-    crashAt: NODE_ENV === "test" ? TTS_CRASH_AT : undefined,
+    crashAt: NODE_ENV === "test" && TTS_CRASH_AT ? TTS_CRASH_AT : undefined,
   }));
 
 export type TtsDispatcherConfig = z.infer<typeof ttsDispatcherEnvSchema>;
