@@ -23,7 +23,8 @@ export async function waitForRecords(
   keys: Keyspace,
   agentId: string,
   accept: (records: EngineRecord[]) => boolean,
-  timeoutMs = 20_000,
+  // Generous: engine-sim processes boot through tsx, slow on a loaded CI machine.
+  timeoutMs = 45_000,
 ): Promise<EngineRecord[]> {
   const records = await waitFor(() => recordsOf(redis, keys, agentId), accept, { timeoutMs, intervalMs: 50 });
   if (!accept(records))

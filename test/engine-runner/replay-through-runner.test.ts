@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { EngineRecord } from "../../libs/contract/streams.js";
 import { loadTranscriptRuntimes, type ReplayStep } from "../../tools/engine-sim/replay/transcript.js";
 import { mapDeep, record, textOf } from "../../tools/engine-sim/frames.js";
@@ -17,6 +17,8 @@ import {
 import { dispatcher, runtimesOf, seqGapFree, waitForRecords, type Dispatcher } from "./engine-records.js";
 import { startRunner, type RunnerProcess } from "./runner-process.js";
 
+// Real engine processes boot through tsx; on a loaded machine that takes seconds each.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 const MACHINE = "machine-replay";
 
 interface ReplayCase {
@@ -57,7 +59,9 @@ function offeredText(step: ReplayStep & { type: "expect_outbound" }): string {
 }
 
 describe.skipIf(!corpusAvailable)(
-  `engine-runner + engine-sim replay of corpus transcripts (${corpusSkipReason})`,
+  corpusAvailable
+    ? "engine-runner + engine-sim replay of corpus transcripts"
+    : `engine-runner + engine-sim replay of corpus transcripts (${corpusSkipReason})`,
   () => {
     let t: TestRedis;
     let workDir: string;

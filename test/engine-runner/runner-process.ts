@@ -18,7 +18,7 @@ export async function startRunner(env: Record<string, string>): Promise<RunnerPr
     TRANSCRIPT_POLL_MS: "50",
     ...env,
   });
-  await runner.waitForOutput("services started", 30_000);
+  await runner.waitForOutput("services started", 90_000);
   return { process: runner, url: () => urlOf(runner) };
 }
 
@@ -26,7 +26,7 @@ export async function startRunner(env: Record<string, string>): Promise<RunnerPr
 export async function restartRunner(runner: RunnerProcess): Promise<void> {
   const starts = countStarts(runner.process);
   await runner.process.restart();
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 90_000;
   while (countStarts(runner.process) <= starts) {
     if (Date.now() > deadline) throw new Error(`runner did not start again\n${runner.process.log}`);
     await new Promise((resolve) => setTimeout(resolve, 50));

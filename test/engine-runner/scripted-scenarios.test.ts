@@ -1,0 +1,417 @@
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { EngineRecord } from "../../libs/contract/streams.js";
+import { projectRoot } from "../helpers/child-process.js";
+import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
+import { engineSimAgent, loggedInputs, writeAgentsFile, type EngineSimAgent } from "./agents-file.js";
+import {
+  dispatcher,
+  hasInbound,
+  inboundFrames,
+  runtimesOf,
+  seqGapFree,
+  waitForRecords,
+  type Dispatcher,
+} from "./engine-records.js";
+import { startRunner, type RunnerProcess } from "./runner-process.js";
+
+// Real engine processes boot through tsx; on a loaded machine that takes seconds each.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
+const MACHINE = "machine-scripted";
+type Frame = Record<string, unknown>;
+
+const scenarioNames = readdirSync(join(projectRoot, "test", "fixtures", "engine-scenarios"))
+  .filter((file) => file.endsWith(".json") && file !== "codex-handshake.json")
+  .map((file) => file.replace(/\.json$/, ""));
+
+const isMainResult = (frame: Frame) => frame.type === "result" && (frame.parent_tool_use_id ?? null) === null;
+const method = (name: string) => (frame: Frame) => frame.method === name;
+const lifecycle = (frames: Frame[], uuid: string) =>
+  frames
+    .filter((frame) => frame.type === "command_lifecycle" && frame.command_uuid === uuid)
+    .map((f) => f.state);
+const outbound = (records: EngineRecord[]) =>
+  records.flatMap((entry) => (entry.record.type === "outbound" ? [entry.record] : []));
+const inputsOf = (records: EngineRecord[]) => outbound(records).filter((body) => body.input !== undefined);
+const params = (frame: Frame) => frame.params as Frame;
+const item = (frame: Frame) => ((frame.params as Frame | undefined)?.item ?? {}) as Frame;
+
+describe("engine-runner + engine-sim scripted scenarios (real processes)", () => {
+  let t: TestRedis;
+  let workDir: string;
+  let runner: RunnerProcess;
+  let send: Dispatcher;
+  const agents = new Map<string, EngineSimAgent>();
+
+  const records = (agentId: string, accept: (records: EngineRecord[]) => boolean) =>
+    waitForRecords(t.redis, t.keys, agentId, accept);
+  const until = (agentId: string, test: (frame: Frame) => boolean, count = 1) =>
+    records(agentId, (all) => inboundFrames(all).filter(test).length >= count);
+  /** Each input reached the engine's stdin exactly once. */
+  const writtenOnce = (agentId: string, ...deliveryIds: string[]) => {
+    const lines = loggedInputs(agents.get(agentId) as EngineSimAgent).map((line) => JSON.stringify(line));
+    for (const id of deliveryIds) expect(lines.filter((line) => line.includes(id))).toHaveLength(1);
+  };
+
+  beforeAll(async () => {
+    t = createTestRedis("scripted");
+    workDir = mkdtempSync(join(tmpdir(), "engine-scripted-"));
+    for (const scenario of scenarioNames)
+      agents.set(
+        scenario,
+        engineSimAgent({
+          agentId: scenario,
+          machineId: MACHINE,
+          protocol: scenario.startsWith("codex") ? "codex-app-server" : "claude-stream-json",
+          scenario,
+          workDir,
+        }),
+      );
+    const agentsFile = writeAgentsFile(
+      workDir,
+      [...agents.values()].map((agent) => agent.config),
+    );
+    runner = await startRunner({ REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix, AGENTS_FILE: agentsFile });
+    send = dispatcher(t.redis, t.keys, MACHINE);
+  });
+
+  afterAll(async () => {
+    await runner?.process.kill("SIGTERM");
+    await t.cleanup();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it("claude steer folded at a tool boundary: B consumed mid-turn, one result lists [A, B]", async () => {
+    const agent = "claude-steer-folded-at-tool-boundary";
+    const a = await send.input(agent, "Run the check");
+    const b = await send.input(agent, "Also say FOLDED");
+    const all = await until(agent, isMainResult);
+    expect(inputsOf(all).map((body) => [body.input?.deliveryId, body.input?.mode])).toEqual([
+      [a.deliveryId, "direct"],
+      [b.deliveryId, "native_queue"],
+    ]);
+    expect(inputsOf(all).map((body) => (JSON.parse(body.raw) as Frame).uuid)).toEqual([
+      a.deliveryId,
+      b.deliveryId,
+    ]);
+    const frames = inboundFrames(all);
+    expect(frames.filter(isMainResult).map((frame) => frame.user_message_uuids)).toEqual([
+      [a.deliveryId, b.deliveryId],
+    ]);
+    expect(lifecycle(frames, b.deliveryId)).toEqual(["queued", "started"]);
+    await until(agent, (frame) => frame.type === "command_lifecycle" && frame.state === "completed", 2);
+    expect(seqGapFree(all)).toBe(true);
+    writtenOnce(agent, a.deliveryId, b.deliveryId);
+  });
+
+  it("claude message queued to the next turn: result 1 lists [A], result 2 lists [B]", async () => {
+    const agent = "claude-queued-to-next-turn";
+    const a = await send.input(agent, "First");
+    const b = await send.input(agent, "Second");
+    const all = await until(agent, isMainResult, 2);
+    expect(inputsOf(all).map((body) => body.input?.mode)).toEqual(["direct", "native_queue"]);
+    expect(
+      inboundFrames(all)
+        .filter(isMainResult)
+        .map((frame) => frame.user_message_uuids),
+    ).toEqual([[a.deliveryId], [b.deliveryId]]);
+    writtenOnce(agent, a.deliveryId, b.deliveryId);
+  });
+
+  it("claude interrupt that cancels the queued input: control_request carries the stop's deliveryId, aborted_tools", async () => {
+    const agent = "claude-interrupt-cancels-queued";
+    const a = await send.input(agent, "Run a long command");
+    const b = await send.input(agent, "Then this");
+    const stop = await send.stop(agent);
+    const all = await until(
+      agent,
+      (frame) => frame.type === "command_lifecycle" && frame.state === "cancelled",
+    );
+    const stopRecord = inputsOf(all).find((body) => body.input?.kind === "stop");
+    expect(stopRecord?.raw).toBe(
+      JSON.stringify({
+        type: "control_request",
+        request_id: stop.deliveryId,
+        request: { subtype: "interrupt" },
+      }),
+    );
+    expect(stopRecord?.input).toEqual({
+      deliveryId: stop.deliveryId,
+      deviceId: stop.deviceId,
+      idempotencyKey: stop.idempotencyKey,
+      kind: "stop",
+      mode: "direct",
+    });
+    const frames = inboundFrames(all);
+    expect(frames.find((frame) => frame.type === "control_response")).toEqual({
+      type: "control_response",
+      response: { subtype: "success", request_id: stop.deliveryId },
+    });
+    const results = frames.filter(isMainResult);
+    expect(results.map((frame) => [frame.terminal_reason, frame.is_error, frame.user_message_uuids])).toEqual(
+      [["aborted_tools", true, [a.deliveryId]]],
+    );
+    expect(lifecycle(frames, b.deliveryId)).toEqual(["queued", "cancelled"]);
+    writtenOnce(agent, a.deliveryId, b.deliveryId, stop.deliveryId);
+  });
+
+  it("claude interrupt that keeps the queued input: A ends aborted_streaming, B then runs as its own turn", async () => {
+    const agent = "claude-interrupt-keeps-queued";
+    const a = await send.input(agent, "Stream something long");
+    const b = await send.input(agent, "Next");
+    await send.stop(agent);
+    const all = await until(agent, isMainResult, 2);
+    expect(
+      inboundFrames(all)
+        .filter(isMainResult)
+        .map((frame) => [frame.subtype, frame.terminal_reason, frame.user_message_uuids]),
+    ).toEqual([
+      ["error_during_execution", "aborted_streaming", [a.deliveryId]],
+      ["success", "completed", [b.deliveryId]],
+    ]);
+  });
+
+  it("claude authentication failure: subtype success with is_error true and api_error_status 401", async () => {
+    const agent = "claude-auth-failure-401";
+    const a = await send.input(agent, "Hello");
+    const all = await until(agent, isMainResult);
+    const result = inboundFrames(all).find(isMainResult) as Frame;
+    expect([result.subtype, result.is_error, result.api_error_status, result.user_message_uuids]).toEqual([
+      "success",
+      true,
+      401,
+      [a.deliveryId],
+    ]);
+  });
+
+  it("claude error_max_turns result", async () => {
+    const agent = "claude-error-max-turns";
+    const a = await send.input(agent, "Read everything");
+    const all = await until(agent, isMainResult);
+    const result = inboundFrames(all).find(isMainResult) as Frame;
+    expect([result.subtype, result.is_error, result.user_message_uuids, "result" in result]).toEqual([
+      "error_max_turns",
+      true,
+      [a.deliveryId],
+      false,
+    ]);
+  });
+
+  it("claude background wake: a second result with origin task-notification and no input uuids", async () => {
+    const agent = "claude-background-wake";
+    const a = await send.input(agent, "Start a background task");
+    const all = await until(agent, isMainResult, 2);
+    const [first, wake] = inboundFrames(all).filter(isMainResult) as [Frame, Frame];
+    expect(first.user_message_uuids).toEqual([a.deliveryId]);
+    expect(wake.origin).toEqual({ kind: "task-notification" });
+    expect("user_message_uuids" in wake).toBe(false);
+    expect(inputsOf(all)).toHaveLength(1);
+  });
+
+  it("claude sub-agent frames carry parent_tool_use_id, including the sub-agent's own result", async () => {
+    const agent = "claude-subagent-frames";
+    const a = await send.input(agent, "Delegate the check");
+    const all = await until(agent, isMainResult);
+    const results = inboundFrames(all).filter((frame) => frame.type === "result");
+    expect(results.map((frame) => [typeof frame.parent_tool_use_id, frame.result])).toEqual([
+      ["string", "SUB_OK"],
+      ["undefined", "ROOT_DONE: SUB_OK"],
+    ]);
+    expect(results[1]?.user_message_uuids).toEqual([a.deliveryId]);
+    expect(inboundFrames(all).filter((frame) => frame.parent_tool_use_id).length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("claude crash without a result: runtime_exited code 1, restart is a new runtime that answers the next input", async () => {
+    const agent = "claude-crash-without-result";
+    const a = await send.input(agent, "This one crashes");
+    await records(agent, (all) => runtimesOf(all).length >= 2);
+    const b = await send.input(agent, "After the restart");
+    const all = await until(agent, isMainResult);
+    const [first, second] = runtimesOf(all);
+    const firstRuntime = all.filter((entry) => entry.runtimeId === first);
+    expect(firstRuntime[0]?.record.type).toBe("runtime_started");
+    expect(firstRuntime.at(-1)?.record).toEqual({ type: "runtime_exited", code: 1, signal: null });
+    expect(inboundFrames(firstRuntime).some(isMainResult)).toBe(false);
+    const secondRuntime = all.filter((entry) => entry.runtimeId === second);
+    expect(inputsOf(secondRuntime).map((body) => [body.input?.deliveryId, body.input?.mode])).toEqual([
+      [b.deliveryId, "direct"],
+    ]);
+    expect(inboundFrames(secondRuntime).find(isMainResult)?.user_message_uuids).toEqual([b.deliveryId]);
+    expect(inputsOf(firstRuntime).map((body) => body.input?.deliveryId)).toEqual([a.deliveryId]);
+    expect(seqGapFree(all)).toBe(true);
+  });
+
+  it("claude A/B/C: B consumed with A, C stays queued", async () => {
+    const agent = "claude-abc-b-consumed-c-queued";
+    const a = await send.input(agent, "A");
+    const b = await send.input(agent, "B");
+    const c = await send.input(agent, "C");
+    const all = await until(
+      agent,
+      (frame) => frame.type === "command_lifecycle" && frame.state === "completed",
+      2,
+    );
+    expect(inputsOf(all).map((body) => body.input?.mode)).toEqual(["direct", "native_queue", "native_queue"]);
+    const frames = inboundFrames(all);
+    expect(frames.filter(isMainResult).map((frame) => frame.user_message_uuids)).toEqual([
+      [a.deliveryId, b.deliveryId],
+    ]);
+    expect(lifecycle(frames, c.deliveryId)).toEqual(["queued"]);
+  });
+
+  it("claude stop while idle is still recorded and written (the engine decides), after turns answered one by one", async () => {
+    const agent = "claude-answer-each-input";
+    const a = await send.input(agent, "one");
+    await until(agent, isMainResult);
+    const b = await send.input(agent, "two");
+    await until(agent, isMainResult, 2);
+    const stop = await send.stop(agent);
+    const all = await records(agent, (entries) => inputsOf(entries).length === 3);
+    expect(inputsOf(all).map((body) => [body.input?.deliveryId, body.input?.kind, body.input?.mode])).toEqual(
+      [
+        [a.deliveryId, "input", "direct"],
+        [b.deliveryId, "input", "direct"],
+        [stop.deliveryId, "stop", "direct"],
+      ],
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    writtenOnce(agent, a.deliveryId, b.deliveryId, stop.deliveryId);
+  });
+
+  it("codex steer merged into the running turn: turn/steer with expectedTurnId, both userMessage items carry clientId", async () => {
+    const agent = "codex-steer-merged";
+    const a = await send.input(agent, "Start");
+    const b = await send.input(agent, "Steer this way");
+    const all = await until(agent, method("turn/completed"));
+    const frames = inboundFrames(all);
+    const turnId = (params(frames.find(method("turn/started")) as Frame).turn as Frame).id;
+    const written = inputsOf(all).map((body) => JSON.parse(body.raw) as Frame);
+    expect(written.map((frame) => [frame.method, params(frame).clientUserMessageId])).toEqual([
+      ["turn/start", a.deliveryId],
+      ["turn/steer", b.deliveryId],
+    ]);
+    expect(params(written[1] as Frame).expectedTurnId).toBe(turnId);
+    expect(inputsOf(all).map((body) => body.input?.mode)).toEqual(["direct", "steering"]);
+    const users = frames.filter(
+      (frame) => method("item/completed")(frame) && item(frame).type === "userMessage",
+    );
+    expect(users.map((frame) => [item(frame).clientId, params(frame).turnId])).toEqual([
+      [a.deliveryId, turnId],
+      [b.deliveryId, turnId],
+    ]);
+    expect((params(frames.find(method("turn/completed")) as Frame).turn as Frame).status as string).toBe(
+      "completed",
+    );
+    expect(
+      outbound(all)
+        .slice(0, 3)
+        .map((body) => (JSON.parse(body.raw) as Frame).method),
+    ).toEqual(["initialize", "initialized", "thread/start"]);
+  });
+
+  it("codex steer racing the end: 'no active turn' error, then the same input as a new turn/start", async () => {
+    const agent = "codex-steer-races-end";
+    const a = await send.input(agent, "First");
+    await until(agent, (frame) => method("item/completed")(frame) && item(frame).type === "agentMessage");
+    const b = await send.input(agent, "Late steer");
+    const all = await until(agent, method("turn/completed"), 2);
+    const written = inputsOf(all);
+    expect(
+      written.map((body) => [
+        (JSON.parse(body.raw) as Frame).method,
+        body.input?.deliveryId,
+        body.input?.mode,
+      ]),
+    ).toEqual([
+      ["turn/start", a.deliveryId, "direct"],
+      ["turn/steer", b.deliveryId, "steering"],
+      ["turn/start", b.deliveryId, "direct"],
+    ]);
+    const steerId = (JSON.parse(written[1]?.raw ?? "{}") as Frame).id;
+    const frames = inboundFrames(all);
+    expect((frames.find((frame) => frame.id === steerId && frame.error) as Frame).error).toEqual({
+      code: -32600,
+      message: "no active turn to steer",
+    });
+    const turns = frames.filter(method("turn/completed")).map((frame) => (params(frame).turn as Frame).id);
+    const users = frames.filter(
+      (frame) => method("item/completed")(frame) && item(frame).type === "userMessage",
+    );
+    expect(users.map((frame) => [item(frame).clientId, params(frame).turnId])).toEqual([
+      [a.deliveryId, turns[0]],
+      [b.deliveryId, turns[1]],
+    ]);
+    writtenOnce(agent, a.deliveryId);
+    expect(
+      loggedInputs(agents.get(agent) as EngineSimAgent).filter((line) =>
+        JSON.stringify(line).includes(b.deliveryId),
+      ),
+    ).toHaveLength(2);
+  });
+
+  it("codex interrupt with a late item: turn/interrupt names the running turn, an item completes after it, status interrupted", async () => {
+    const agent = "codex-interrupt-late-item";
+    await send.input(agent, "Run sleep 30");
+    await until(agent, (frame) => method("item/started")(frame) && item(frame).type === "commandExecution");
+    const stop = await send.stop(agent);
+    const all = await until(agent, method("turn/completed"));
+    const frames = inboundFrames(all);
+    const turnId = (params(frames.find(method("turn/started")) as Frame).turn as Frame).id;
+    const threadId = params(frames.find(method("turn/started")) as Frame).threadId;
+    const interrupt = inputsOf(all).find((body) => body.input?.kind === "stop");
+    const sent = JSON.parse(interrupt?.raw ?? "{}") as Frame;
+    expect([sent.method, sent.params, interrupt?.input?.deliveryId]).toEqual([
+      "turn/interrupt",
+      { threadId, turnId },
+      stop.deliveryId,
+    ]);
+    const answered = frames.findIndex((frame) => frame.id === sent.id && frame.method === undefined);
+    const late = frames.findIndex(
+      (frame) => method("item/completed")(frame) && item(frame).type === "agentMessage",
+    );
+    expect(answered).toBeGreaterThan(-1);
+    expect(late).toBeGreaterThan(answered);
+    expect((params(frames.find(method("turn/completed")) as Frame).turn as Frame).status).toBe("interrupted");
+  });
+
+  it("codex failed turn: turn/completed with status failed and its error", async () => {
+    const agent = "codex-failed-turn";
+    await send.input(agent, "Do it");
+    const all = await until(agent, method("turn/completed"));
+    const turn = params(inboundFrames(all).find(method("turn/completed")) as Frame).turn as Frame;
+    expect(turn.status).toBe("failed");
+    expect((turn.error as Frame).codexErrorInfo).toBe("responseStreamDisconnected");
+  });
+
+  it("codex turns answered one by one start a new turn each; a stop while idle names the last turn", async () => {
+    const agent = "codex-answer-each-input";
+    const a = await send.input(agent, "one");
+    await until(agent, method("turn/completed"));
+    const b = await send.input(agent, "two");
+    await until(agent, method("turn/completed"), 2);
+    const stop = await send.stop(agent);
+    const all = await records(agent, (entries) => inputsOf(entries).length === 3);
+    const frames = inboundFrames(all);
+    const lastTurn = (params(frames.filter(method("turn/completed")).at(-1) as Frame).turn as Frame).id;
+    expect(
+      inputsOf(all).map((body) => [
+        (JSON.parse(body.raw) as Frame).method,
+        body.input?.deliveryId,
+        body.input?.mode,
+      ]),
+    ).toEqual([
+      ["turn/start", a.deliveryId, "direct"],
+      ["turn/start", b.deliveryId, "direct"],
+      ["turn/interrupt", stop.deliveryId, "direct"],
+    ]);
+    expect(params(JSON.parse(inputsOf(all)[2]?.raw ?? "{}") as Frame).turnId).toBe(lastTurn);
+    expect(hasInbound(all, (frame) => item(frame)?.clientId === b.deliveryId)).toBe(true);
+  });
+
+  it("every scenario file is exercised by a test above", () => {
+    expect(scenarioNames.sort()).toEqual([...agents.keys()].sort());
+    expect(scenarioNames).toHaveLength(16);
+  });
+});
