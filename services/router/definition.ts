@@ -40,6 +40,7 @@ export const routerService: ServiceDefinition = {
       },
     });
     leases.start();
+    ctx.health.addLiveness("router/leases", () => leases.isAlive());
     ctx.log.info({ owner, harness: config.HARNESS_URL }, "router started");
     return { stop: () => leases.stop() };
   },

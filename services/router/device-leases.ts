@@ -21,6 +21,7 @@ export class DeviceLeases {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private stopped = false;
+  private lastRoundAt = Date.now();
 
   constructor(
     private readonly options: {
@@ -40,6 +41,11 @@ export class DeviceLeases {
 
   start(): void {
     this.schedule(0);
+  }
+
+  /** True while lease rounds keep running (a stuck round would stop renewals and hand devices away). */
+  isAlive(now = Date.now()): boolean {
+    return now - this.lastRoundAt < this.intervalMs * 3 + 5_000;
   }
 
   async stop(): Promise<void> {
@@ -62,6 +68,7 @@ export class DeviceLeases {
   }
 
   private async tick(): Promise<void> {
+    this.lastRoundAt = Date.now();
     try {
       const devices = await this.options.redis.smembers(knownDevicesKey(this.options.keys));
       for (const deviceId of devices) {

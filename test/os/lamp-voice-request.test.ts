@@ -172,7 +172,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       (holder) => holder === GATEWAY,
     );
     const frame = {
-      type: "playback.start",
+      type: "playback.start" as const,
       playbackId: "p-1",
       resultId: "r-1",
       voiceTargetId: "kitchen",
@@ -256,14 +256,17 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       fullText: "The **house** is built.",
       members: [{ runId, deliveryId: `delivery-${idempotencyKey}`, idempotencyKey }],
     });
-    expect((await get("/v1/runs?state=resolved").then((r) => r.json())).runs).toHaveLength(1);
-    expect((await get("/v1/runs?state=pending").then((r) => r.json())).runs).toHaveLength(0);
+    expect(await get("/v1/runs?state=resolved").then((r) => r.json())).toMatchObject({ runs: [{ runId }] });
+    expect(await get("/v1/runs?state=pending").then((r) => r.json())).toEqual({ deviceId: DEVICE, runs: [] });
     expect((await get("/v1/runs/nope")).status).toBe(404);
     expect((await get("/v1/results/nope")).status).toBe(404);
     expect((await get("/v1/runs?state=weird")).status).toBe(400);
     expect((await get("/v1/runs?deviceId=lamp-other")).status).toBe(403);
-    expect((await get("/v1/rejections").then((r) => r.json())).rejections).toEqual([]);
-    expect((await get("/v1/protocol-errors").then((r) => r.json())).protocolErrors).toEqual([]);
+    expect(await get("/v1/rejections").then((r) => r.json())).toEqual({ deviceId: DEVICE, rejections: [] });
+    expect(await get("/v1/protocol-errors").then((r) => r.json())).toEqual({
+      deviceId: DEVICE,
+      protocolErrors: [],
+    });
     expect((await fetch(`${services.url}/v1/runs`)).status).toBe(401);
     const other = await signToken(JWT_SECRET, { sub: "lamp-other" });
     expect((await get(`/v1/runs/${runId}`, other)).status).toBe(404);
