@@ -59,6 +59,7 @@ export const harnessGatewayService: ServiceDefinition = {
       ctx.log,
     );
     await registry.start(config.LIVE_CATCHUP_MS);
+    ctx.health.addReadiness("harness-gateway-notifications", async () => registry.isSubscribed());
     registerHarnessRoute(ctx.http, {
       redis,
       keys: ctx.keys,

@@ -26,6 +26,11 @@ export class SessionRegistry {
     this.timer.unref();
   }
 
+  /** Live delivery depends on the subscription; catch-up alone would still deliver, only later. */
+  isSubscribed(): boolean {
+    return this.subscriber.status === "ready";
+  }
+
   add(session: HarnessSession): void {
     const sessions = this.byDevice.get(session.deviceId) ?? new Set<HarnessSession>();
     sessions.add(session);
