@@ -24,7 +24,7 @@ export async function waitForRecords(
   agentId: string,
   accept: (records: EngineRecord[]) => boolean,
   // Generous: engine-sim processes boot through tsx, slow on a loaded CI machine.
-  timeoutMs = 45_000,
+  timeoutMs = 90_000,
 ): Promise<EngineRecord[]> {
   const records = await waitFor(() => recordsOf(redis, keys, agentId), accept, { timeoutMs, intervalMs: 50 });
   if (!accept(records))

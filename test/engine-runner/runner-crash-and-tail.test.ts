@@ -21,7 +21,7 @@ import {
 import { restartRunner, startRunner, type RunnerProcess } from "./runner-process.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
-vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
+vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
 const MACHINE = "machine-crash";
 const CLAUDE = "claude-kill";
 const TAIL = "claude-tail";

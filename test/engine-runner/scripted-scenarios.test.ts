@@ -18,7 +18,7 @@ import {
 import { startRunner, type RunnerProcess } from "./runner-process.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
-vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
+vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
 const MACHINE = "machine-scripted";
 type Frame = Record<string, unknown>;
 
