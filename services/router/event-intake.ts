@@ -82,8 +82,8 @@ export class EventIntake {
     if (event.kind === "receipt.updated") return this.handleReceiptUpdate(event.payload, move);
     if (event.kind !== "turn.result" && event.kind !== "turn.summary") {
       // Lifecycle events never resolve or replace a result; they only move the cursor.
-      this.metrics.events.inc({ kind: event.kind, verdict: "ignored" });
       await this.store.stage({ action: "ignore" }, move);
+      this.metrics.events.inc({ kind: event.kind, verdict: "ignored" });
       return;
     }
     return this.apply(await this.evaluate(frame, origin), frame, origin, move);
@@ -117,17 +117,18 @@ export class EventIntake {
     heldAs?: string,
   ): Promise<void> {
     const identity = canonicalHash({ kind: frame.kind, agentId: frame.agentId, payload: frame.payload });
-    this.metrics.events.inc({ kind: String(origin?.kind ?? frame.kind), verdict: verdict.verdict });
+    const staged = () =>
+      this.metrics.events.inc({ kind: String(origin?.kind ?? frame.kind), verdict: verdict.verdict });
     if (verdict.verdict === "route") {
       await appendToStream(this.redis, this.keys, STREAMS.osRouted, verdict.routed);
       await this.failpoint.reach("router.after-stage");
       await this.store.stage({ action: "routed", waitingField: heldAs }, move);
-      return;
+      return staged();
     }
     if (verdict.verdict === "wait") {
       const waitingJson = JSON.stringify({ frame, origin });
       await this.store.stage({ action: "wait", waitingField: identity, waitingJson }, move);
-      return;
+      return staged();
     }
     const recorded = await this.store.stage(
       {
@@ -149,6 +150,7 @@ export class EventIntake {
       },
       move,
     );
+    staged();
     if (recorded) this.metrics.rejectedEvents.inc({ reason: verdict.reason });
     this.log.warn({ reason: verdict.reason, detail: verdict.detail }, "harness event rejected");
   }
@@ -162,8 +164,8 @@ export class EventIntake {
     } else {
       this.log.warn({ issue: parsed.error.issues[0]?.message }, "receipt.updated payload is invalid");
     }
-    this.metrics.events.inc({ kind: "receipt.updated", verdict: parsed.success ? "applied" : "invalid" });
     await this.store.stage({ action: "ignore" }, move);
+    this.metrics.events.inc({ kind: "receipt.updated", verdict: parsed.success ? "applied" : "invalid" });
   }
 
   private async handleResync(frame: Record<string, unknown>): Promise<void> {
@@ -173,8 +175,8 @@ export class EventIntake {
       return;
     }
     const { serverInstanceId, cursor } = parsed.data;
-    this.metrics.events.inc({ kind: "resync", verdict: parsed.data.reason });
     await this.store.stage({ action: "resync" }, { transportInstanceId: serverInstanceId, cursor });
+    this.metrics.events.inc({ kind: "resync", verdict: parsed.data.reason });
     this.hooks.resynced(serverInstanceId);
   }
 }

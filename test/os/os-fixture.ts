@@ -110,7 +110,7 @@ export async function statesOf(t: TestRedis, deviceId: string, runIds: Record<st
   return states;
 }
 
-/** Sum of `os_router_frames_total` on a service's /metrics: one per Harness frame the router staged. */
+/** Sum of `os_router_frames_total` on a service's /metrics: one per Harness frame the router staged durably. */
 export async function framesHandled(baseUrl: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
   let total = 0;

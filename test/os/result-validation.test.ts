@@ -307,3 +307,30 @@ describe("router: legacy turn.summary without correlation", () => {
     expect((await rejectionsOf(t, DEVICE)).map((r) => r.reason)).toEqual(["MEMBER_NOT_PENDING"]);
   });
 });
+
+describe("router: a store failure applies nothing and does not advance the cursor", () => {
+  it("the frame that could not be staged is replayed after reconnect and then recorded once", async () => {
+    const device = new OsDeviceKeys(t.keys, DEVICE);
+    await push(resultEvent({ resultId: "r-a", members: [["delivery-A", "key-A"]] }));
+    const cursorBefore = await t.redis.hgetall(device.cursor);
+    await t.redis.set(device.rejections, "damaged"); // the next rejection cannot be written
+    const rejected = resultEvent({ resultId: "r-z", members: [["delivery-Z", "key-Z"]] });
+    peer.push(DEVICE, rejected);
+    await waitFor(
+      () => peer.framesOf(DEVICE, "hello").length,
+      (n) => n === 2,
+    );
+    expect(await t.redis.hgetall(device.cursor)).toEqual(cursorBefore);
+    expect(peer.framesOf(DEVICE, "hello")[1]).toMatchObject({
+      resume: { serverInstanceId: "transport-instance", cursor: Number(cursorBefore.cursor) },
+    });
+    expect(await t.redis.smembers(`${device.base}:rejections-ids`)).toEqual([]);
+
+    await t.redis.del(device.rejections);
+    await waitFor(() => peer.connected(DEVICE), Boolean);
+    await push(rejected); // the Harness replays what followed the cursor
+    expect((await rejectionsOf(t, DEVICE)).map((r) => r.reason)).toEqual(["UNKNOWN_MEMBER"]);
+    expect(await t.redis.hget(device.cursor, "cursor")).toBe(String(rejected.eventId));
+    expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "resolved", B: "pending" });
+  });
+});

@@ -9,14 +9,16 @@ if redis.call('GET', base .. ':lease') ~= ARGV[1] then
 end
 local action, waitingField = ARGV[2], ARGV[5]
 local recorded = 0
+-- Writes that can fail on a damaged key come first: a script is not rolled back, so nothing may precede them.
+if action == 'reject' and redis.call('SISMEMBER', base .. ':rejections-ids', ARGV[7]) == 0 then
+  redis.call('XADD', base .. ':rejections', '*', 'payload', ARGV[8])
+  redis.call('SADD', base .. ':rejections-ids', ARGV[7])
+  recorded = 1
+end
 if action == 'wait' then
   redis.call('HSET', base .. ':waiting', waitingField, ARGV[6])
 elseif waitingField ~= '' then
   redis.call('HDEL', base .. ':waiting', waitingField)
-end
-if action == 'reject' and redis.call('SADD', base .. ':rejections-ids', ARGV[7]) == 1 then
-  redis.call('XADD', base .. ':rejections', '*', 'payload', ARGV[8])
-  recorded = 1
 end
 if ARGV[4] ~= '' then
   local cursorKey = base .. ':cursor'
