@@ -19,8 +19,11 @@ import { InstanceIdentity } from "./store/instance-identity.js";
 import { SessionRegistry } from "./transport/session-registry.js";
 import { registerHarnessRoute } from "./ws-route.js";
 
-/** The group the engine-runner reads harness.dispatch with; created here too so no dispatch predates it. */
-const ENGINE_RUNNER_GROUP = "engine-runner";
+/**
+ * Each machine's engine-runner reads harness.dispatch in its own group (docs/architecture.md); the gateway creates
+ * the groups of the machines it dispatches to as well, so no dispatch can predate a runner's group.
+ */
+const runnerGroupOf = (machineId: string) => `engine-runner.${machineId}`;
 
 export function publishedLimits(config: GatewayConfig): HarnessLimits {
   return harnessLimitsSchema.parse({
@@ -52,7 +55,12 @@ export const harnessGatewayService: ServiceDefinition = {
       capacity: config.RECEIPT_CAPACITY,
       retentionMs: config.RECEIPT_RETENTION_SECONDS * 1000,
     });
-    await ensureConsumerGroup(redis, ctx.keys.stream(STREAMS.harnessDispatch.name), ENGINE_RUNNER_GROUP);
+    for (const machineId of new Set(agents.map((agent) => agent.machineId)))
+      await ensureConsumerGroup(
+        redis,
+        ctx.keys.stream(STREAMS.harnessDispatch.name),
+        runnerGroupOf(machineId),
+      );
     const registry = new SessionRegistry(
       ctx.connections.blocking("harness-gateway/notifications"),
       { events: eventsChannel(ctx.keys), revocations: revocationsChannel(ctx.keys) },
