@@ -12,6 +12,8 @@ export interface EngineProcessEvents {
 /** One engine child process: lines in, lines out, one `closed` at the end whatever the way it ended. */
 export class EngineProcess {
   readonly pid: number | undefined;
+  /** Resolves after `closed` was delivered. */
+  readonly ended: Promise<void>;
   private readonly child: ChildProcessWithoutNullStreams;
   private stdinOpen = true;
   private closed = false;
@@ -33,7 +35,7 @@ export class EngineProcess {
         if (this.pid === undefined) resolve({ code: null, signal: null, error: error.message });
       });
     });
-    void Promise.all([exited, this.pid === undefined ? undefined : stdoutDone]).then(([exit]) => {
+    this.ended = Promise.all([exited, this.pid === undefined ? undefined : stdoutDone]).then(([exit]) => {
       this.closed = true;
       this.stdinOpen = false;
       events.closed({ ...exit, spawned: this.pid !== undefined });

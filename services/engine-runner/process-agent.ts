@@ -99,17 +99,9 @@ export class ProcessAgent {
     clearTimeout(this.restartTimer);
     const runtime = this.current;
     if (!runtime) return;
-    const closed = new Promise<void>((resolve) => {
-      const check = setInterval(() => {
-        if (!runtime.process.running) {
-          clearInterval(check);
-          resolve();
-        }
-      }, 20);
-    });
     runtime.process.kill("SIGTERM");
     const forced = setTimeout(() => runtime.process.kill("SIGKILL"), 3_000);
-    await closed;
+    await runtime.process.ended;
     clearTimeout(forced);
     await runtime.log.drained();
   }
