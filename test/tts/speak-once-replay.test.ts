@@ -1,0 +1,150 @@
+import { readFileSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { STREAMS } from "../../libs/contract/streams.js";
+import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import { routerService } from "../../services/router/definition.js";
+import { runResolverService } from "../../services/run-resolver/definition.js";
+import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
+import { corpusAvailable, corpusPath } from "../helpers/corpus.js";
+import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { ScriptedHarnessPeer } from "../os/harness-peer.js";
+import { JWT_SECRET, osEnv, pushAndSettle, resultEvent, seedRun } from "../os/os-fixture.js";
+import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
+import { ttsTestEnv } from "./tts-service.js";
+
+const replayCasesSchema = z.object({
+  pending: z.array(z.object({ deliveryId: z.string(), idempotencyKey: z.string() })),
+  originatingServerInstanceId: z.string(),
+  steps: z.array(
+    z.object({
+      event: z.record(z.string(), z.unknown()),
+      expected: z.object({ ttsEnqueueCount: z.number().optional() }),
+    }),
+  ),
+});
+
+const DEVICE = "lamp-speak-once";
+let t: TestRedis;
+let os: OsStoreFixture;
+let peer: ScriptedHarnessPeer;
+let services: HostedServices;
+let lamp: StreamLamp;
+
+beforeEach(async () => {
+  t = createTestRedis("tts-replay");
+  os = new OsStoreFixture(t.redis, t.keys);
+  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+});
+afterEach(async () => {
+  lamp?.stop();
+  await services?.stop();
+  await peer.close();
+  await t.cleanup();
+});
+
+async function startPipeline(): Promise<void> {
+  services = await hostServices("test", [routerService, runResolverService, ttsDispatcherService], {
+    ...ttsTestEnv(t),
+    ...osEnv(t, peer),
+  });
+  await waitFor(
+    () => peer.framesOf(DEVICE, "hello").length,
+    (n) => n === 1,
+  );
+  await os.setPresence(DEVICE);
+  lamp = new StreamLamp(os).start();
+}
+
+/** True when tts-dispatcher has read and acked everything in os.resolved. */
+async function dispatcherIdle(): Promise<boolean> {
+  const streamKey = t.keys.stream(STREAMS.osResolved.name);
+  if ((await t.redis.exists(streamKey)) === 0) return true;
+  const groups = (await t.redis.xinfo("GROUPS", streamKey)) as unknown[][];
+  const group = groups.find((fields) => fields[1] === "tts-dispatcher");
+  if (!group) return false;
+  const field = (name: string) => group[group.indexOf(name) + 1];
+  const last = (await t.redis.xrevrange(streamKey, "+", "-", "COUNT", 1))[0]?.[0];
+  return Number(field("pending")) === 0 && (last === undefined || field("last-delivered-id") === last);
+}
+
+/** Outbox entries, playback jobs and playback.start commands so far: each must move by ttsEnqueueCount. */
+async function utterances() {
+  expect(await waitFor(dispatcherIdle, Boolean)).toBe(true);
+  return {
+    outbox: (await os.outboxKeys(DEVICE)).length,
+    jobs: (await os.playbackJobIds()).length,
+    starts: (await os.deliveries()).length,
+  };
+}
+
+async function settledUtterances(expected: number) {
+  return waitFor(utterances, (counts) => counts.starts === expected && counts.jobs === expected);
+}
+
+describe.skipIf(!corpusAvailable)(
+  `speak once per result through router + run-resolver + tts-dispatcher`,
+  () => {
+    it.each(["turn-correlation-v2", "summary-correlation"])(
+      "%s os-replay-cases: ttsEnqueueCount holds at every step (outbox entries, jobs and playback.start)",
+      async (profile) => {
+        const cases = replayCasesSchema.parse(
+          JSON.parse(readFileSync(corpusPath("openharness", profile, "os-replay-cases.json"), "utf8")),
+        );
+        peer.originatingInstanceId = cases.originatingServerInstanceId;
+        for (const input of cases.pending)
+          await seedRun(t, peer, DEVICE, {
+            key: input.idempotencyKey,
+            deliveryId: input.deliveryId,
+            serverInstanceId: cases.originatingServerInstanceId,
+          });
+        await startPipeline();
+
+        let total = 0;
+        for (const [index, step] of cases.steps.entries()) {
+          if (step.event.type === "resync") peer.transportInstanceId = String(step.event.serverInstanceId);
+          await pushAndSettle(t, peer, services.url, DEVICE, step.event);
+          total += step.expected.ttsEnqueueCount ?? 0;
+          const counts = await settledUtterances(total);
+          expect(counts, `step ${index}`).toEqual({ outbox: total, jobs: total, starts: total });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(await utterances()).toEqual({ outbox: 2, jobs: 2, starts: 2 });
+      },
+    );
+  },
+);
+
+describe("speak once across replays", () => {
+  it("one utterance for a group; identical and reordered replays add no entry, job or playback.start", async () => {
+    const runs = { a: "key-a", b: "key-b", c: "key-c" };
+    for (const key of Object.values(runs))
+      await seedRun(t, peer, DEVICE, {
+        key,
+        deliveryId: `delivery-${key}`,
+        serverInstanceId: "originating-instance",
+      });
+    await startPipeline();
+    const group = resultEvent({
+      resultId: "group-ab",
+      members: [
+        ["delivery-key-a", "key-a"],
+        ["delivery-key-b", "key-b"],
+      ],
+    });
+    const single = resultEvent({ resultId: "single-c", members: [["delivery-key-c", "key-c"]] });
+
+    await pushAndSettle(t, peer, services.url, DEVICE, group);
+    expect(await settledUtterances(1)).toEqual({ outbox: 1, jobs: 1, starts: 1 });
+    await pushAndSettle(t, peer, services.url, DEVICE, single);
+    expect(await settledUtterances(2)).toEqual({ outbox: 2, jobs: 2, starts: 2 });
+
+    await pushAndSettle(t, peer, services.url, DEVICE, { ...single, eventId: 900 });
+    await pushAndSettle(t, peer, services.url, DEVICE, { ...group, eventId: 901 });
+    await pushAndSettle(t, peer, services.url, DEVICE, group);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await utterances()).toEqual({ outbox: 2, jobs: 2, starts: 2 });
+    const spokenResults = (await os.deliveries()).map((delivery) => delivery.frame.resultId);
+    expect(spokenResults).toEqual(["group-ab", "single-c"]);
+  });
+});
