@@ -118,6 +118,7 @@ export const deviceGatewayService: ServiceDefinition = {
             if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
           });
         });
+        socket.on("error", (error) => ctx.log.warn({ deviceId, err: error.message }, "lamp socket error"));
         socket.on("close", () => {
           metrics.sockets.dec();
           void connections.remove(deviceId, socket);

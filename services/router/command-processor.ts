@@ -103,7 +103,7 @@ export class CommandProcessor {
   }
 
   private async execute(id: string, fields: string[]): Promise<void> {
-    const parsed = deviceCommandSchema.safeParse(JSON.parse(fields[1] ?? "null"));
+    const parsed = deviceCommandSchema.safeParse(parseJson(fields[1]));
     if (parsed.success) await this.perform(parsed.data);
     else this.options.log.error({ id }, "malformed device command dropped");
     const commands = this.options.store.device.commands;
@@ -189,6 +189,14 @@ export class CommandProcessor {
 function storedReceipt(run: RunRecord): Receipt | null {
   if (run.receipt === undefined) return null;
   return receiptSchema.parse(JSON.parse(run.receipt));
+}
+
+function parseJson(text: string | undefined): unknown {
+  try {
+    return JSON.parse(text ?? "null");
+  } catch {
+    return undefined;
+  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -45,10 +45,11 @@ export class DeviceSession {
   private queue: Promise<void> = Promise.resolve();
   private active = true;
   private loop: Promise<void> | undefined;
+  private readonly log: Logger;
 
   constructor(private readonly deps: SessionDeps) {
     const log = deps.log.child({ deviceId: deps.deviceId });
-    this.deps = { ...deps, log };
+    this.log = log;
     this.store = new RouterStore(deps.redis, new OsDeviceKeys(deps.keys, deps.deviceId), deps.leaseOwner);
     const failpoint = new Failpoint(deps.config.FAILPOINT, deps.redis, deps.keys);
     this.intake = new EventIntake(this.store, deps.redis, deps.keys, deps.metrics, failpoint, log, {
@@ -87,7 +88,7 @@ export class DeviceSession {
       try {
         await this.connectOnce();
       } catch (error) {
-        this.deps.log.warn({ err: errorMessage(error) }, "harness session ended");
+        this.log.warn({ err: errorMessage(error) }, "harness session ended");
       }
       this.live = undefined;
       if (this.active) await sleep(this.deps.config.HARNESS_RECONNECT_MS);
@@ -105,7 +106,7 @@ export class DeviceSession {
       url: config.HARNESS_URL,
       token,
       requestTimeoutMs: config.HARNESS_REQUEST_TIMEOUT_MS,
-      log: this.deps.log,
+      log: this.log,
       onFrame: (frame) => this.enqueue(() => this.intake.handleFrame(frame), generation),
       onClose: () => closed(),
     });
@@ -129,7 +130,7 @@ export class DeviceSession {
         throw new Error(`hello refused: ${hello.error.code} ${hello.error.message}`);
       }
       this.live = { link, transportInstanceId: hello.value.serverInstanceId };
-      this.deps.log.info(
+      this.log.info(
         { transportInstanceId: hello.value.serverInstanceId, resumed: hello.value.resumed },
         "harness session open",
       );
@@ -149,7 +150,7 @@ export class DeviceSession {
         await task();
       } catch (error) {
         this.generation += 1;
-        this.deps.log.error({ err: errorMessage(error) }, "harness frame not staged; reconnecting to replay");
+        this.log.error({ err: errorMessage(error) }, "harness frame not staged; reconnecting to replay");
         this.link?.close();
       }
     });
@@ -171,7 +172,7 @@ export class DeviceSession {
         if (outcome === "bound") this.enqueue(() => this.intake.reevaluateWaiting());
       }
     } catch (error) {
-      this.deps.log.warn({ err: errorMessage(error) }, "receipt reconciliation interrupted");
+      this.log.warn({ err: errorMessage(error) }, "receipt reconciliation interrupted");
     }
   }
 }

@@ -47,6 +47,8 @@ export class HarnessLink {
     });
     this.socket = socket;
     socket.on("message", (data) => this.receive(data.toString()));
+    // Without a standing listener a late socket error (reset, refused upgrade) would crash the process.
+    socket.on("error", (error) => this.options.log.warn({ err: error.message }, "harness socket error"));
     socket.on("close", () => {
       for (const [requestId, waiter] of this.waiters) {
         clearTimeout(waiter.timer);

@@ -19,7 +19,7 @@ export async function resolveMembers(
   now: number,
 ): Promise<Verdict> {
   const resultKey = resultKeyOf(claim.serverInstanceId, claim.resultId);
-  const runIds: string[] = [];
+  const members: OsRouted["members"] = [];
   let unbound = 0;
   for (const member of claim.members) {
     const finding = await findMember(store, member);
@@ -27,10 +27,10 @@ export async function resolveMembers(
     const problem = mismatchOf(finding.run, claim, origin, resultKey, finding.found === "run");
     if (problem) return problem;
     if (finding.found === "unbound") unbound += 1;
-    runIds.push(finding.run.runId);
+    members.push({ runId: finding.run.runId, ...member });
   }
   if (unbound > 0) return { verdict: "wait", detail: `${unbound} member receipt(s) not bound yet` };
-  return { verdict: "route", routed: routedOf(store, claim, origin, runIds, now) };
+  return { verdict: "route", routed: routedOf(store, claim, origin, members, now) };
 }
 
 async function findMember(
@@ -75,7 +75,7 @@ function routedOf(
   store: RouterStore,
   claim: ResultClaim,
   origin: EventOrigin,
-  runIds: string[],
+  members: OsRouted["members"],
   now: number,
 ): OsRouted {
   return {
@@ -87,7 +87,7 @@ function routedOf(
     outcome: claim.outcome,
     fullText: claim.fullText,
     engineTurnId: claim.engineTurnId,
-    members: claim.members.map((member, index) => ({ runId: runIds[index] ?? "", ...member })),
+    members,
     contentHash: resultContentHash(claim),
     source: {
       wireKind: claim.wireKind,

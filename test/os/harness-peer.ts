@@ -52,6 +52,7 @@ export class ScriptedHarnessPeer {
       const deviceId = authenticated.get(request) ?? "";
       this.sessions.set(deviceId, socket);
       socket.on("message", (data) => this.answer(deviceId, socket, data.toString()));
+      socket.on("error", () => socket.terminate());
       socket.on("close", () => {
         if (this.sessions.get(deviceId) === socket) this.sessions.delete(deviceId);
       });
