@@ -49,10 +49,9 @@ function startTts(): Promise<HostedServices> {
   return hostServices("test", [ttsDispatcherService], ttsTestEnv(t, { PLAYBACK_ACK_TIMEOUT_MS: "1500" }));
 }
 
-/** A lamp-sim for a fresh device that says one thing; returns the sim and what the OS registered for it. */
+/** A lamp-sim process for a fresh device, with its output directory. */
 async function lampSays(faults: string[], extra: string[] = []) {
   const deviceId = `lamp-sim-${++deviceSeq}`;
-  await waitFor(() => peer.connected(deviceId), Boolean, { timeoutMs: 100 });
   const outDir = mkdtempSync(join(tmpdir(), "lamp-sim-test-"));
   const sim = new LampSimProcess([
     "--url",
