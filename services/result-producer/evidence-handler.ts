@@ -96,8 +96,8 @@ export class EvidenceHandler {
     const built = buildResultPayload(evidence, await this.deps.identity.current(), resultId);
     if (!built.ok) {
       this.deps.log.warn({ evidenceId: evidence.evidenceId, ...built.withheld }, "result withheld");
-      const { code, message, receiptsUnknown } = built.withheld;
-      const members = receiptsUnknown ? evidence.members.map(memberArg) : [];
+      const { code, message } = built.withheld;
+      const members = evidence.members.map(memberArg);
       return [
         await this.deps.ledger.apply(deviceId, "unknown", evidence.evidenceId, { members, code, message }),
       ];

@@ -12,17 +12,27 @@ import type { HarnessEvidence } from "../../libs/contract/streams.js";
 
 type TurnCompleted = Extract<HarnessEvidence, { kind: "turn.completed" }>;
 
-/** Why a real boundary still publishes nothing; `receiptsUnknown` says whether its members end `unknown`. */
+/** Why a real boundary still publishes nothing; its members' receipts end `unknown` with this code. */
 export interface Withholding {
   code: string;
   message: string;
-  receiptsUnknown: boolean;
 }
 
 export type BuiltPayload =
   { ok: true; bytes: string; members: ResultMember[] } | { ok: false; withheld: Withholding };
 
-const NATIVE = new Set(["native_exact", "native_scoped"]);
+/**
+ * Evidence that may make a group member. `fingerprint` members come only from transcript engines, where the
+ * engine's own structure (parent chain, turn metadata) proves consumption and the fingerprint, with exactly one
+ * candidate, only says which input it was (docs/decisions.md). `ordinal` and `synthetic` never make a group.
+ */
+const GROUP_PROOF = new Set(["native_exact", "native_scoped", "fingerprint"]);
+
+/** A failed or cancelled turn that printed nothing still ends its members' runs with the engine's outcome. */
+const TEXTLESS_OUTCOME: Record<string, string> = {
+  failed: "The engine reported a failure before giving an answer.",
+  cancelled: "The turn was cancelled before an answer was given.",
+};
 
 /**
  * Builds the immutable turn.result payload of a single-device boundary and serializes it once (canonical JSON):
@@ -33,9 +43,9 @@ export function buildResultPayload(
   serverInstanceId: string,
   resultId: string,
 ): BuiltPayload {
-  const withhold = (code: string, message: string, receiptsUnknown = true): BuiltPayload => ({
+  const withhold = (code: string, message: string): BuiltPayload => ({
     ok: false,
-    withheld: { code, message, receiptsUnknown },
+    withheld: { code, message },
   });
   const members = evidence.members.map((member) => ({
     deliveryId: member.deliveryId,
@@ -46,21 +56,18 @@ export function buildResultPayload(
   const duplicate = duplicateMemberProblem(members);
   if (duplicate) return withhold("RESULT_EVIDENCE_MISSING", duplicate);
   const weak = evidence.members.find((member) =>
-    members.length > 1 ? !NATIVE.has(member.correlation) : member.correlation === "synthetic",
+    members.length > 1 ? !GROUP_PROOF.has(member.correlation) : member.correlation === "synthetic",
   );
   if (weak)
     return withhold("RESULT_EVIDENCE_MISSING", `${weak.correlation} evidence cannot prove membership`);
-  if (evidence.fullText.length === 0) {
-    // A failed or cancelled turn with no text has nothing to publish, and its receipts stay as they are.
-    const completed = evidence.outcome === "completed";
-    return withhold("RESULT_EMPTY", "boundary without result text", completed);
-  }
+  const fullText = evidence.fullText || TEXTLESS_OUTCOME[evidence.outcome];
+  if (!fullText) return withhold("RESULT_EMPTY", "completed boundary without result text");
   const payload = turnResultPayloadSchema.parse({
     serverInstanceId,
     resultId,
     correlation: correlationFor(members, evidence.engineTurnId),
     outcome: evidence.outcome,
-    fullText: evidence.fullText,
+    fullText,
   });
   const bytes = canonicalJson(payload);
   if (utf8Bytes(bytes) > MAX_RESULT_PAYLOAD_BYTES)

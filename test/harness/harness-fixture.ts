@@ -1,3 +1,4 @@
+import type { CorrelationKind } from "../../libs/contract/engine.js";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -212,6 +213,7 @@ export class EvidenceFeed {
     fullText: string,
     outcome: "completed" | "failed" | "cancelled" = "completed",
     engineTurnId?: string,
+    correlation: CorrelationKind = "native_exact",
   ) {
     return this.emit({
       kind: "turn.completed",
@@ -221,7 +223,7 @@ export class EvidenceFeed {
       ...(engineTurnId ? { engineTurnId } : {}),
       members: members.map((member) => ({
         ...ref(member.deviceId, member.receipt),
-        correlation: "native_exact",
+        correlation,
       })),
     });
   }

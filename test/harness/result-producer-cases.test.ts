@@ -270,6 +270,50 @@ describe("result-producer (openharness producer cases)", () => {
     await peer.close();
   });
 
+  it("a failed or cancelled turn that printed nothing is still published with a factual text, receipts unchanged", async () => {
+    const { peer, receipts } = await deviceWithInputs("lamp-textless", ["A", "B"]);
+    await feed.consumed("lamp-textless", receipts.A!);
+    await feed.consumed("lamp-textless", receipts.B!);
+    await feed.completed("turn-f", [{ deviceId: "lamp-textless", receipt: receipts.A! }], "", "failed");
+    await feed.completed("turn-c", [{ deviceId: "lamp-textless", receipt: receipts.B! }], "", "cancelled");
+    const results = await peer.waitForEvents("turn.result", 2);
+    expect(results.map((frame) => turnResultEventSchema.parse(frame).payload)).toEqual([
+      expect.objectContaining({
+        outcome: "failed",
+        fullText: "The engine reported a failure before giving an answer.",
+      }),
+      expect.objectContaining({
+        outcome: "cancelled",
+        fullText: "The turn was cancelled before an answer was given.",
+      }),
+    ]);
+    expect(await states(peer, ["A", "B"])).toEqual({ A: "started", B: "started" });
+    await peer.close();
+  });
+
+  it("a group identified by fingerprint on transcript structure is published; ordinal or synthetic members never make a group", async () => {
+    const { peer, receipts } = await deviceWithInputs("lamp-proof", ["A", "B", "C", "D", "E", "F"]);
+    const pair = (x: string, y: string) =>
+      [x, y].map((key) => ({ deviceId: "lamp-proof", receipt: receipts[key]! }));
+    await feed.completed("turn-fp", pair("A", "B"), "Both.", "completed", undefined, "fingerprint");
+    await feed.completed("turn-ord", pair("C", "D"), "Guess.", "completed", undefined, "ordinal");
+    await feed.completed("turn-syn", pair("E", "F"), "Made up.", "completed", undefined, "synthetic");
+    const [group] = await peer.waitForEvents("turn.result", 1);
+    expect(
+      turnResultEventSchema.parse(group).payload.correlation.inputs.map((input) => input.idempotencyKey),
+    ).toEqual([receipts.A!.idempotencyKey, receipts.B!.idempotencyKey]);
+    expect(await states(peer, ["A", "B", "C", "D", "E", "F"])).toEqual({
+      A: "completed",
+      B: "completed",
+      C: "unknown:RESULT_EVIDENCE_MISSING",
+      D: "unknown:RESULT_EVIDENCE_MISSING",
+      E: "unknown:RESULT_EVIDENCE_MISSING",
+      F: "unknown:RESULT_EVIDENCE_MISSING",
+    });
+    expect((await storeCounts(t, "lamp-proof")).results).toBe(1);
+    await peer.close();
+  });
+
   it("bounds: over 64 members, a payload over 32 KiB, or a completed turn without text are withheld with unknown receipts", async () => {
     const keys = Array.from({ length: 65 }, (_, index) => `m${index}`);
     const { peer, receipts } = await deviceWithInputs("lamp-bounds", [...keys, "big", "empty"]);
