@@ -117,6 +117,32 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(1);
   });
 
+  it("a store failure registers nothing, sends nothing and answers UNAVAILABLE; the retry then succeeds", async () => {
+    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const device = new OsDeviceKeys(t.keys, DEVICE);
+    await t.redis.set(device.commands, "damaged");
+    const requestId = randomUUID();
+    lamp.send(voiceRequest(requestId));
+    expect(await lamp.answerTo(requestId)).toMatchObject({
+      type: "voice.request_result",
+      requestId,
+      error: { code: "UNAVAILABLE" },
+    });
+    expect(await t.redis.exists(device.request(requestId), device.runs, device.pendingRuns)).toBe(0);
+
+    await t.redis.del(device.commands);
+    lamp.send(voiceRequest(requestId));
+    await waitFor(
+      () => lamp.frames.filter((frame) => frame.requestId === requestId).length,
+      (n) => n === 2,
+    );
+    expect(lamp.frames.filter((frame) => frame.requestId === requestId)[1]).toMatchObject({
+      type: "voice.request_result",
+      receipt: { state: "queued" },
+    });
+    expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(1);
+  });
+
   it("refuses the upgrade with 401 without a valid device token", async () => {
     const refused = await new Promise<number>((resolve) => {
       const socket = new WebSocket(`${services.url.replace("http", "ws")}/v1/lamp/ws`, {

@@ -1,17 +1,20 @@
 -- Marks a run cancelled (nothing is spoken for it) and, while it is still pending, queues one turn.stop.
--- A repeated cancel changes nothing and queues nothing.
+-- A repeated cancel changes nothing and queues nothing. The stop is queued before the mark, since a script
+-- does not roll back: a failed XADD must leave the run uncancelled so the Lamp's retry can succeed.
 -- KEYS[1] = B; ARGV: runId, stopKey, now, stopCommandJson
 local base = KEYS[1]
 local runKey = base .. ':run:' .. ARGV[1]
-if redis.call('EXISTS', runKey) == 0 then
+local run = redis.call('HMGET', runKey, 'state', 'cancelledAt')
+if not run[1] then
   return 'not_found'
 end
-if redis.call('HSETNX', runKey, 'cancelledAt', ARGV[3]) == 0 then
+if run[2] then
   return 'already_cancelled'
 end
-if redis.call('HGET', runKey, 'state') ~= 'pending' then
+if run[1] ~= 'pending' then
+  redis.call('HSET', runKey, 'cancelledAt', ARGV[3])
   return 'cancelled'
 end
-redis.call('HSET', runKey, 'stopKey', ARGV[2])
 redis.call('XADD', base .. ':commands', '*', 'payload', ARGV[4])
+redis.call('HSET', runKey, 'cancelledAt', ARGV[3], 'stopKey', ARGV[2])
 return 'stop_queued'

@@ -19,6 +19,8 @@ if redis.call('EXISTS', base .. ':key:' .. key) == 1 then
 end
 
 local now = ARGV[12]
+-- The command goes first: scripts do not roll back, and a failed XADD must leave no half-registered run.
+redis.call('XADD', base .. ':commands', '*', 'payload', ARGV[13])
 redis.call('HSET', base .. ':run:' .. runId,
   'runId', runId, 'deviceId', ARGV[5], 'agentId', ARGV[6], 'machineId', ARGV[7],
   'idempotencyKey', key, 'requestId', requestId, 'requestHash', requestHash, 'text', ARGV[8],
@@ -28,5 +30,4 @@ redis.call('SET', base .. ':request:' .. requestId, runId)
 redis.call('SET', base .. ':key:' .. key, runId)
 redis.call('ZADD', base .. ':runs', now, runId)
 redis.call('ZADD', base .. ':runs:pending', now, runId)
-redis.call('XADD', base .. ':commands', '*', 'payload', ARGV[13])
 return { 'created', runId, key }
