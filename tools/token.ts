@@ -1,10 +1,17 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { deviceIdSchema, roleSchema, signToken } from "../libs/auth/tokens.js";
+import { devSecret } from "../libs/auth/dev-secret.js";
 import { loadConfigOrExit } from "../libs/config/load-config.js";
 
-/** `npm run token -- --device lamp-1 [--role operator] [--ttl 3600]`: prints an HS256 JWT for development. */
-const env = loadConfigOrExit(z.object({ AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters") }));
+/**
+ * `npm run token -- --device lamp-1 [--role operator] [--ttl 3600]`: prints an HS256 JWT for development, signed
+ * with AUTH_JWT_SECRET or, when unset, the generated secret `npm start` uses.
+ */
+const env = loadConfigOrExit(
+  z.object({ AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters").optional() }),
+);
+const secret = env.AUTH_JWT_SECRET ?? devSecret();
 const { values } = parseArgs({
   options: {
     device: { type: "string" },
@@ -21,7 +28,7 @@ if (!args.success) {
   process.stderr.write(`invalid --${issue?.path.join(".")}: ${issue?.message}\n`);
   process.exit(64);
 }
-const token = await signToken(env.AUTH_JWT_SECRET, {
+const token = await signToken(secret, {
   sub: args.data.device,
   role: args.data.role,
   expiresInSeconds: args.data.ttl,
