@@ -37,7 +37,8 @@ const DIRECTION: Record<RecordBody["type"], string> = {
 /**
  * The `engine.records` of one runtime: appends run strictly one after another, so stream order is seq order and
  * seq is gap-free. Each append also persists the runtime's position (`stateKey`: runtimeId, last seq, and any
- * extra state such as a read offset) in the same pipeline, so a restarted runner knows exactly what it appended.
+ * extra state such as a read offset) in the same round trip, so a restarted runner knows what it appended. Only the
+ * append must succeed; a position write that failed alone lags by one record until the next append.
  */
 export class RuntimeRecordLog {
   private seq: number;
@@ -81,21 +82,19 @@ export class RuntimeRecordLog {
   private async write(entry: EngineRecord, state: RuntimeState): Promise<void> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const pipeline = this.deps.redis
-          .pipeline()
-          .xadd(this.streamKey, "*", PAYLOAD_FIELD, JSON.stringify(entry));
-        if (state === "clear") pipeline.del(this.stateKey);
-        else pipeline.hset(this.stateKey, { runtimeId: this.runtimeId, seq: entry.seq, ...state });
-        const results = await pipeline.exec();
-        const appendError = results?.[0]?.[0];
-        if (results && !appendError) {
-          this.deps.metrics.recordsAppended.inc({
-            agent: this.agent.agentId,
-            direction: DIRECTION[entry.record.type],
-          });
-          return;
-        }
-        throw appendError ?? new Error("pipeline discarded");
+        // Sent together but not as one pipeline: the stream and the agent's key live in different cluster slots.
+        const [appended] = await Promise.allSettled([
+          this.deps.redis.xadd(this.streamKey, "*", PAYLOAD_FIELD, JSON.stringify(entry)),
+          state === "clear"
+            ? this.deps.redis.del(this.stateKey)
+            : this.deps.redis.hset(this.stateKey, { runtimeId: this.runtimeId, seq: entry.seq, ...state }),
+        ]);
+        if (appended.status === "rejected") throw appended.reason;
+        this.deps.metrics.recordsAppended.inc({
+          agent: this.agent.agentId,
+          direction: DIRECTION[entry.record.type],
+        });
+        return;
       } catch (error) {
         this.deps.log.warn(
           { agentId: this.agent.agentId, seq: entry.seq, attempt, err: errorMessage(error) },
