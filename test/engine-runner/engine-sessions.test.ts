@@ -1,0 +1,117 @@
+import { describe, expect, it } from "vitest";
+import { ClaudeStreamJsonSession } from "../../services/engine-runner/protocols/claude-stream-json.js";
+import { CodexAppServerSession } from "../../services/engine-runner/protocols/codex-app-server.js";
+import type { DispatchInput, OutboundInput } from "../../services/engine-runner/protocols/engine-session.js";
+import { TemplateScope } from "../../tools/engine-sim/scripted/template.js";
+
+const input = (deliveryId: string, text = `text of ${deliveryId}`): DispatchInput => ({
+  kind: "input",
+  deliveryId,
+  deviceId: "lamp-1",
+  idempotencyKey: `key-${deliveryId}`,
+  agentId: "agent-1",
+  machineId: "m1",
+  text,
+  reservedAt: 1,
+});
+const line = (frame: unknown) => JSON.stringify(frame);
+
+describe("Claude stream-json session: mode from the engine's own frames", () => {
+  it("queues natively while any input is unanswered; listed uuids, lifecycle and old-CLI results answer them", async () => {
+    const session = new ClaudeStreamJsonSession();
+    expect((await session.inputFrame(input("A"))).mode).toBe("direct");
+    expect((await session.inputFrame(input("B"))).mode).toBe("native_queue");
+    session.observe(line({ type: "result", subtype: "success", origin: { kind: "task-notification" } }));
+    session.observe(line({ type: "result", parent_tool_use_id: "toolu_1", subtype: "success" }));
+    expect((await session.inputFrame(input("C"))).mode).toBe("native_queue");
+    session.observe(line({ type: "result", subtype: "success", user_message_uuids: ["A", "B"] }));
+    session.observe(line({ type: "command_lifecycle", command_uuid: "C", state: "cancelled" }));
+    expect((await session.inputFrame(input("D"))).mode).toBe("direct");
+    session.observe(line({ type: "result", subtype: "error_during_execution", is_error: true }));
+    expect((await session.inputFrame(input("E"))).mode).toBe("direct");
+  });
+
+  it("writes the input and the interrupt exactly in the fixed convention", async () => {
+    const session = new ClaudeStreamJsonSession();
+    expect((await session.inputFrame(input("A", "hi"))).raw).toBe(
+      '{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"uuid":"A"}',
+    );
+    expect(session.stopFrame({ ...input("S"), kind: "stop" }).raw).toBe(
+      '{"type":"control_request","request_id":"S","request":{"subtype":"interrupt"}}',
+    );
+  });
+});
+
+describe("Codex app-server session", () => {
+  async function started() {
+    const sent: { raw: string; input?: OutboundInput }[] = [];
+    const session = new CodexAppServerSession(async (raw, link) => {
+      sent.push({ raw, ...(link ? { input: link } : {}) });
+    });
+    const ready = session.start();
+    await Promise.resolve();
+    session.observe(line({ id: 1, result: {} }));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    session.observe(line({ id: 2, result: { thread: { id: "T" } } }));
+    await ready;
+    return { session, sent };
+  }
+
+  it("opens with initialize (1), initialized, thread/start (2), then numbers requests upward", async () => {
+    const { session, sent } = await started();
+    expect(sent.map((frame) => JSON.parse(frame.raw).method)).toEqual([
+      "initialize",
+      "initialized",
+      "thread/start",
+    ]);
+    expect(JSON.parse((await session.inputFrame(input("A", "go"))).raw)).toEqual({
+      id: 3,
+      method: "turn/start",
+      params: { threadId: "T", input: [{ type: "text", text: "go" }], clientUserMessageId: "A" },
+    });
+  });
+
+  it("steers into the running turn of its thread only; 'no active turn' falls back to turn/start", async () => {
+    const { session, sent } = await started();
+    const first = session.inputFrame(input("A"));
+    await first;
+    session.observe(line({ id: 3, result: { turn: { id: "turn-1", status: "inProgress" } } }));
+    session.observe(line({ method: "turn/started", params: { threadId: "child", turn: { id: "turn-x" } } }));
+    const steer = await session.inputFrame(input("B", "more"));
+    expect([steer.mode, JSON.parse(steer.raw).params.expectedTurnId]).toEqual(["steering", "turn-1"]);
+    session.observe(line({ method: "turn/completed", params: { threadId: "T", turn: { id: "turn-1" } } }));
+    session.observe(line({ id: 4, error: { code: -32600, message: "no active turn to steer" } }));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const fallback = sent.at(-1);
+    expect(JSON.parse(fallback?.raw ?? "{}")).toEqual({
+      id: 5,
+      method: "turn/start",
+      params: { threadId: "T", input: [{ type: "text", text: "more" }], clientUserMessageId: "B" },
+    });
+    expect(fallback?.input).toMatchObject({ deliveryId: "B", kind: "input", mode: "direct" });
+    expect(JSON.parse(session.stopFrame({ ...input("S"), kind: "stop" }).raw).params).toEqual({
+      threadId: "T",
+      turnId: "turn-1",
+    });
+  });
+});
+
+describe("engine-sim scenario templates", () => {
+  it("keeps raw values for whole placeholders, interpolates inside strings, mints ids per pass and per process", () => {
+    const scope = new TemplateScope();
+    scope.bind("A", { id: 7, clientId: null, text: "hello" });
+    const first = scope.render({
+      id: "{{A.id}}",
+      c: "{{A.clientId}}",
+      t: "say {{A.text}}",
+      turn: "{{id:t}}",
+      s: "{{session:s}}",
+    }) as Record<string, unknown>;
+    expect([first.id, first.c, first.t]).toEqual([7, null, "say hello"]);
+    expect(scope.render("{{id:t}}")).toBe(first.turn);
+    scope.nextPass();
+    expect(scope.render("{{id:t}}")).not.toBe(first.turn);
+    expect(scope.render("{{session:s}}")).toBe(first.s);
+    expect(() => scope.render("{{B.uuid}}")).toThrow(/not bound/);
+  });
+});
