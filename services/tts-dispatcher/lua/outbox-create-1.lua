@@ -29,9 +29,13 @@ local function createPlayback(id, kind, text)
 end
 
 redis.call('HSET', outboxKey,
-  'deviceId', deviceId, 'resultKey', resultKey, 'resultId', resultId, 'state', state, 'reason', reason,
-  state .. 'At', now, 'createdAt', now, 'playbackId', playbackId, 'noticePlaybackId', noticeId,
-  'voiceTargetId', voiceTargetId, 'speechText', speechText)
+  'deviceId', deviceId, 'resultKey', resultKey, 'resultId', resultId, 'state', state,
+  state .. 'At', now, 'createdAt', now, 'speechText', speechText)
+-- Optional fields are absent rather than empty, so readers see "no reason", not "".
+for field, value in pairs({reason = reason, playbackId = playbackId, noticePlaybackId = noticeId,
+                           voiceTargetId = voiceTargetId}) do
+  if value ~= '' then redis.call('HSET', outboxKey, field, value) end
+end
 if playbackId ~= '' then createPlayback(playbackId, 'answer', speechText) end
 if noticeId ~= '' then createPlayback(noticeId, 'notice', noticeText) end
 return {1, state, playbackId, noticeId, playbackState(noticeId)}

@@ -9,6 +9,6 @@ if existing then return {0, existing} end
 local state = ARGV[7]
 redis.call('HSET', key,
   'deviceId', ARGV[3], 'playbackId', id, 'resultKey', ARGV[4], 'resultId', ARGV[5], 'kind', ARGV[6],
-  'state', state, 'reason', ARGV[8], state .. 'At', now, 'createdAt', now, 'voiceTargetId', ARGV[9],
-  'text', ARGV[10])
+  'state', state, state .. 'At', now, 'createdAt', now, 'voiceTargetId', ARGV[9], 'text', ARGV[10])
+if ARGV[8] ~= '' then redis.call('HSET', key, 'reason', ARGV[8]) end
 return {1, state}

@@ -16,9 +16,12 @@ local kind = redis.call('HGET', key, 'kind')
 local outboxKey = false
 if kind == 'answer' then outboxKey = base .. ':outbox:' .. redis.call('HGET', key, 'resultKey') end
 
+-- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it).
 local function move(to, reason, gateway)
-  redis.call('HSET', key, 'state', to, to .. 'At', now, 'reason', reason)
-  if outboxKey then redis.call('HSET', outboxKey, 'state', to, to .. 'At', now, 'reason', reason) end
+  for _, target in ipairs(outboxKey and {key, outboxKey} or {key}) do
+    redis.call('HSET', target, 'state', to, to .. 'At', now)
+    if reason == '' then redis.call('HDEL', target, 'reason') else redis.call('HSET', target, 'reason', reason) end
+  end
   return {'moved', to, reason, kind, gateway or ''}
 end
 

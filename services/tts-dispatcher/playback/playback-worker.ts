@@ -1,4 +1,4 @@
-import { Worker, type ConnectionOptions, type Job } from "bullmq";
+import { UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import type { PlaybackRecord, PlaybackState } from "../../../libs/contract/os-playback.js";
@@ -85,15 +85,18 @@ export class PlaybackWorker {
       log.warn({ deviceId, playbackId }, "playback job without a playback record; nothing sent");
       return;
     }
+    // Cannot happen for playbacks this service creates; fail before claiming so it ends failed, not uncertain.
+    if (!playback.voiceTargetId)
+      throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
     const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const claim = await store.step(deviceId, playbackId, { op: "claim", finalAttempt }, Date.now());
     this.record(claim);
     if (claim.verdict === "offline") throw new LampOfflineError(deviceId);
     if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
-    await this.send(playback, claim.gatewayId);
+    await this.send(playback, playback.voiceTargetId, claim.gatewayId);
   }
 
-  private async send(playback: PlaybackRecord, gatewayId: string): Promise<void> {
+  private async send(playback: PlaybackRecord, voiceTargetId: string, gatewayId: string): Promise<void> {
     const { redis, keys, store, metrics, crashAt } = this.options;
     const sentAt = Date.now();
     await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(gatewayId), {
@@ -102,7 +105,7 @@ export class PlaybackWorker {
         type: "playback.start",
         playbackId: playback.playbackId,
         resultId: playback.resultId,
-        voiceTargetId: playback.voiceTargetId ?? "",
+        voiceTargetId,
         text: playback.text,
       },
       sentAt,
