@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { EngineRecord } from "../../libs/contract/streams.js";
 import { projectRoot } from "../helpers/child-process.js";
-import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
+import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { engineSimAgent, loggedInputs, writeAgentsFile, type EngineSimAgent } from "./agents-file.js";
 import {
   dispatcher,
@@ -87,7 +87,11 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     const agent = "claude-steer-folded-at-tool-boundary";
     const a = await send.input(agent, "Run the check");
     const b = await send.input(agent, "Also say FOLDED");
-    const all = await until(agent, isMainResult);
+    const all = await until(
+      agent,
+      (frame) => frame.type === "command_lifecycle" && frame.state === "completed",
+      2,
+    );
     expect(inputsOf(all).map((body) => [body.input?.deliveryId, body.input?.mode])).toEqual([
       [a.deliveryId, "direct"],
       [b.deliveryId, "native_queue"],
@@ -100,8 +104,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     expect(frames.filter(isMainResult).map((frame) => frame.user_message_uuids)).toEqual([
       [a.deliveryId, b.deliveryId],
     ]);
-    expect(lifecycle(frames, b.deliveryId)).toEqual(["queued", "started"]);
-    await until(agent, (frame) => frame.type === "command_lifecycle" && frame.state === "completed", 2);
+    expect(lifecycle(frames, b.deliveryId)).toEqual(["queued", "started", "completed"]);
     expect(seqGapFree(all)).toBe(true);
     writtenOnce(agent, a.deliveryId, b.deliveryId);
   });
@@ -276,7 +279,10 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
         [stop.deliveryId, "stop", "direct"],
       ],
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitFor(
+      () => loggedInputs(agents.get(agent) as EngineSimAgent),
+      (lines) => lines.some((line) => line.request_id === stop.deliveryId),
+    );
     writtenOnce(agent, a.deliveryId, b.deliveryId, stop.deliveryId);
   });
 
