@@ -113,10 +113,15 @@ export const deviceGatewayService: ServiceDefinition = {
         // Frames of one socket are answered in the order they arrived.
         let chain: Promise<void> = Promise.resolve();
         socket.on("message", (data) => {
-          chain = chain.then(async () => {
-            const answer = await frames.handle(deviceId, data.toString());
-            if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
-          });
+          // Logged, never left rejected: that would wedge the socket and, unhandled, end the process.
+          chain = chain
+            .then(async () => {
+              const answer = await frames.handle(deviceId, data.toString());
+              if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
+            })
+            .catch((error: unknown) =>
+              ctx.log.error({ deviceId, err: errorMessage(error) }, "lamp frame not answered"),
+            );
         });
         socket.on("error", (error) => ctx.log.warn({ deviceId, err: error.message }, "lamp socket error"));
         socket.on("close", () => {

@@ -24,11 +24,11 @@ const REPEAT_REQUEST_TTL_SECONDS = 24 * 3600;
 
 type Answer = Record<string, unknown>;
 
-/** Enough of an invalid frame to address the error answer to it. */
+/** Enough of an invalid frame to address the error answer to it; never throws, whatever the JSON is. */
 const frameLabels = z
   .unknown()
-  .transform((value) => (typeof value === "object" && value !== null ? value : {}))
-  .pipe(z.looseObject({ type: z.unknown(), requestId: z.unknown() }));
+  .transform((value) => (typeof value === "object" && value !== null && !Array.isArray(value) ? value : {}))
+  .pipe(z.looseObject({ type: z.unknown().optional(), requestId: z.unknown().optional() }));
 
 const HARNESS_TO_LAMP_CODE: Record<string, LampErrorCode> = {
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
