@@ -1,0 +1,131 @@
+import { randomUUID } from "node:crypto";
+import { signToken } from "../../libs/auth/tokens.js";
+import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import { deviceGatewayService } from "../../services/device-gateway/definition.js";
+import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
+import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { GATEWAY_ID, OsStoreFixture } from "../tts/os-store-fixture.js";
+import { ttsTestEnv } from "../tts/tts-service.js";
+import { ProbedSocket } from "./probed-socket.js";
+
+export const LAMP_SECRET = "hostile-lamp-secret-0123456789abcdef";
+export const AGENT = "agent-fixture";
+export const MACHINE = "machine-fixture";
+
+export const voiceRequest = (requestId = randomUUID(), text = "turn on the lights") => ({
+  type: "voice.request",
+  requestId,
+  agentId: AGENT,
+  machineId: MACHINE,
+  text,
+  voiceTarget: { id: "kitchen" },
+  replyRoute: "voice",
+});
+
+/** What the other device owns: ids a hostile device may try to use, and text it must never see. */
+export interface OtherDevice {
+  deviceId: string;
+  runIds: string[];
+  resultId: string;
+  playbackId: string;
+  /** Strings that must never reach another device (ids it did not send, the answer text). */
+  secrets: string[];
+}
+
+/**
+ * The OS edge with real state: device-gateway (Lamp WebSocket, OS API) and tts-dispatcher in-process, and a second
+ * device that has a registered run and a result that was spoken and acked over its own real socket.
+ */
+export class LampWorld {
+  private constructor(
+    readonly t: TestRedis,
+    readonly services: HostedServices,
+    readonly store: OsStoreFixture,
+    readonly other: OtherDevice,
+    private readonly otherSocket: ProbedSocket,
+  ) {}
+
+  static async start(label: string, otherDeviceId = "lamp-other"): Promise<LampWorld> {
+    const t = createTestRedis(label);
+    const services = await hostServices(
+      "hostile",
+      [deviceGatewayService, ttsDispatcherService],
+      ttsTestEnv(t, { AUTH_JWT_SECRET: LAMP_SECRET, GATEWAY_INSTANCE_ID: GATEWAY_ID, RECEIPT_WAIT_MS: "0" }),
+    );
+    const store = new OsStoreFixture(t.redis, t.keys);
+    const socket = await ProbedSocket.open(
+      lampUrl(services.url),
+      await signToken(LAMP_SECRET, { sub: otherDeviceId }),
+      "sentinel",
+    );
+    const request = voiceRequest(randomUUID(), "SECRET-OTHER-prompt what is my bank pin");
+    const { answers } = await socket.exchange({ text: JSON.stringify(request), binary: false });
+    const registered = answers[0] as { runId: string; idempotencyKey: string };
+    const seededRunId = `run-other-${randomUUID()}`;
+    await store.seedRun(otherDeviceId, { runId: seededRunId, createdAt: Date.now() });
+    const resultId = `result-other-${randomUUID()}`;
+    const resultKey = await store.seedResolvedResult(otherDeviceId, {
+      resultId,
+      runIds: [seededRunId],
+      fullText: "SECRET-OTHER-answer the pin is 4711",
+    });
+    const start = await waitFor(
+      () => socket.takeUnsolicited().find((frame) => frame.type === "playback.start"),
+      (frame) => frame !== undefined,
+    );
+    if (!start) throw new Error("the other device was never asked to speak its result");
+    const playbackId = String(start.playbackId);
+    for (const state of ["started", "finished"])
+      await socket.exchange({
+        text: JSON.stringify({ type: "playback.ack", playbackId, state }),
+        binary: false,
+      });
+    const played = await waitFor(
+      () => store.outbox(otherDeviceId, resultKey),
+      (entry) => entry?.state === "played",
+    );
+    if (played?.state !== "played") throw new Error("the other device's result did not reach played");
+    const other: OtherDevice = {
+      deviceId: otherDeviceId,
+      runIds: [registered.runId, seededRunId],
+      resultId,
+      playbackId,
+      secrets: [
+        request.requestId,
+        registered.runId,
+        registered.idempotencyKey,
+        seededRunId,
+        resultId,
+        playbackId,
+        "SECRET-OTHER",
+      ],
+    };
+    return new LampWorld(t, services, store, other, socket);
+  }
+
+  get lampUrl(): string {
+    return lampUrl(this.services.url);
+  }
+
+  token(deviceId: string, role: "device" | "operator" = "device"): Promise<string> {
+    return signToken(LAMP_SECRET, { sub: deviceId, role });
+  }
+
+  /** The other device's own socket is still served (a hostile peer cannot take the gateway down for others). */
+  otherSocketOpen(): boolean {
+    return this.otherSocket.closeCode === undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.otherSocket.close();
+    await this.services.stop();
+    await this.t.cleanup();
+  }
+}
+
+export const lampUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}/v1/lamp/ws`;
+
+/** Secrets of `other` that appear in what a hostile device received although it never sent them itself. */
+export function disclosed(other: OtherDevice, received: string, sent: string): string[] {
+  return other.secrets.filter((secret) => received.includes(secret) && !sent.includes(secret));
+}
