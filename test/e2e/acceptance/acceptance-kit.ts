@@ -1,0 +1,226 @@
+import type { PlaybackStart } from "../../../libs/contract/lamp-wire.js";
+import { STREAMS } from "../../../libs/contract/streams.js";
+import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
+import type { E2EStack } from "../stack.js";
+import type { TestLamp } from "../test-lamp.js";
+
+/** GET /v1/runs/:id as the OS query API answers it (DESIGN §7). */
+export interface RunView {
+  runId: string;
+  state: "pending" | "resolved" | "unknown";
+  outcome: "completed" | "failed" | "cancelled" | null;
+  resultId: string | null;
+  idempotencyKey: string;
+  deliveryId: string | null;
+  serverInstanceId: string | null;
+  receiptState: string | null;
+  agentId: string;
+  voiceTarget: { id: string; expiresAt: string | null };
+  replyRoute: string;
+  cancelledAt: string | null;
+}
+
+/** GET /v1/results/:id: the one stored result, its members and its outbox (playback) state. */
+export interface ResultView {
+  resultId: string;
+  deviceId: string;
+  serverInstanceId: string;
+  agentId: string;
+  outcome: "completed" | "failed" | "cancelled";
+  fullText: string;
+  speechText: string | null;
+  members: { runId: string; deliveryId: string; idempotencyKey: string }[];
+  playback: { state: string; reason: string | null; playbackId?: string } | null;
+}
+
+export interface RejectionView {
+  reason: string;
+  detail: string;
+  kind: string;
+  agentId?: string;
+  resultId?: string;
+  rejectedBy: string;
+}
+
+/** Polls until `accept` holds; fails with the last value seen (a wait that ends silently hides the cause). */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (accept(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
+    await sleep(100);
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The device-scoped view of the OS API and the Harness store for one Lamp. */
+export class DeviceProbe {
+  constructor(
+    readonly stack: E2EStack,
+    readonly deviceId: string,
+  ) {}
+
+  async run(runId: string): Promise<RunView> {
+    const { status, body } = await this.stack.api<RunView>(this.deviceId, `/v1/runs/${runId}`);
+    if (status !== 200) throw new Error(`GET /v1/runs/${runId}: ${status} ${JSON.stringify(body)}`);
+    return body;
+  }
+
+  runUntil(runId: string, accept: (run: RunView) => boolean, timeoutMs?: number): Promise<RunView> {
+    return until(`run ${runId}`, () => this.run(runId), accept, timeoutMs);
+  }
+
+  /** The stored result, or undefined when the OS has none under that id (404). */
+  async result(resultId: string): Promise<ResultView | undefined> {
+    const { status, body } = await this.stack.api<ResultView>(this.deviceId, `/v1/results/${resultId}`);
+    if (status === 404) return undefined;
+    if (status !== 200) throw new Error(`GET /v1/results/${resultId}: ${status} ${JSON.stringify(body)}`);
+    return body;
+  }
+
+  async resultUntil(resultId: string, accept: (result: ResultView) => boolean): Promise<ResultView> {
+    const found = await until(
+      `result ${resultId}`,
+      async () => (await this.result(resultId)) ?? null,
+      (result) => result !== null && accept(result),
+    );
+    if (!found) throw new Error(`result ${resultId} vanished`);
+    return found;
+  }
+
+  async rejections(): Promise<RejectionView[]> {
+    const { body } = await this.stack.api<{ rejections: RejectionView[] }>(this.deviceId, "/v1/rejections");
+    return body.rejections;
+  }
+
+  async protocolErrors(): Promise<unknown[]> {
+    const { body } = await this.stack.api<{ protocolErrors: unknown[] }>(
+      this.deviceId,
+      "/v1/protocol-errors",
+    );
+    return body.protocolErrors;
+  }
+
+  /** The Harness receipt the OS last bound to the run (state and, when unknown, the error code). */
+  async receipt(runId: string): Promise<{ state: string; error?: { code: string } } | undefined> {
+    const raw = await this.stack.redis.hget(
+      `${this.stack.keys.osDevice(this.deviceId)}:run:${runId}`,
+      "receipt",
+    );
+    return raw === null ? undefined : (JSON.parse(raw) as { state: string; error?: { code: string } });
+  }
+
+  /** resultIds the Harness retained for this device (what it would replay on resync). */
+  harnessResultIds(): Promise<string[]> {
+    return this.stack.redis.zrange(`${this.stack.keys.harnessDevice(this.deviceId)}:results`, 0, -1);
+  }
+
+  /** Outbox states of every result of this device (one entry per result identity). */
+  async outboxStates(): Promise<string[]> {
+    const keys = await scanKeys(this.stack, `${this.stack.keys.osDevice(this.deviceId)}:outbox:*`);
+    const states = await Promise.all(keys.map((key) => this.stack.redis.hget(key, "state")));
+    return states.map((state) => state ?? "(none)");
+  }
+
+  /**
+   * Waits until everything that has happened so far has run its course: the router decided on every event the
+   * Harness logged for this device, every pipeline consumer group is drained, and no playback of the device is
+   * queued or being sent. Only then do "nothing more was spoken / resolved" assertions mean something.
+   */
+  async settled(timeoutMs = 45_000): Promise<void> {
+    let quietSince: number | undefined;
+    await until(
+      `device ${this.deviceId} settled`,
+      async () => {
+        const quiet = (await this.deviceQuiet()) && (await pipelineDrained(this.stack));
+        if (!quiet) quietSince = undefined;
+        else quietSince ??= Date.now();
+        return quietSince !== undefined && Date.now() - quietSince >= 600;
+      },
+      (done) => done,
+      timeoutMs,
+    );
+  }
+
+  private async deviceQuiet(): Promise<boolean> {
+    const { redis, keys } = this.stack;
+    const head = Number((await redis.get(`${keys.harnessDevice(this.deviceId)}:event-seq`)) ?? 0);
+    const cursor = Number((await redis.hget(`${keys.osDevice(this.deviceId)}:cursor`, "cursor")) ?? 0);
+    if (cursor < head) return false;
+    if (!(await groupsDrained(this.stack, `${keys.osDevice(this.deviceId)}:commands`))) return false;
+    const states = await this.outboxStates();
+    return states.every((state) => state !== "queued" && state !== "sending");
+  }
+}
+
+const PIPELINE = [
+  STREAMS.harnessDispatch.name,
+  STREAMS.engineRecords.name,
+  STREAMS.harnessEvidence.name,
+  STREAMS.osRouted.name,
+  STREAMS.osResolved.name,
+  LAMP_STREAMS.lampEvents.name,
+];
+
+async function pipelineDrained(stack: E2EStack): Promise<boolean> {
+  for (const name of PIPELINE) if (!(await groupsDrained(stack, stack.keys.stream(name)))) return false;
+  return true;
+}
+
+/** Every consumer group of the stream has nothing pending and has read up to the stream's last entry. */
+async function groupsDrained(stack: E2EStack, streamKey: string): Promise<boolean> {
+  if ((await stack.redis.exists(streamKey)) === 0) return true;
+  const info = toRecord((await stack.redis.call("XINFO", "STREAM", streamKey)) as unknown[]);
+  const groups = ((await stack.redis.call("XINFO", "GROUPS", streamKey)) as unknown[][]).map(toRecord);
+  return groups.every(
+    (group) => Number(group.pending) === 0 && group["last-delivered-id"] === info["last-generated-id"],
+  );
+}
+
+function toRecord(flat: unknown[]): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (let index = 0; index + 1 < flat.length; index += 2) record[String(flat[index])] = flat[index + 1];
+  return record;
+}
+
+async function scanKeys(stack: E2EStack, pattern: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, keys] = await stack.redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+    cursor = next;
+    found.push(...keys);
+  } while (cursor !== "0");
+  return found;
+}
+
+/** deliveryIds of the inputs the agent's engine received on stdin, in order (one entry per written input line). */
+export function engineDeliveries(stack: E2EStack, agentId: string): string[] {
+  return stack.engineInputs(agentId).flatMap((line) => {
+    if (line.type === "user" && typeof line.uuid === "string") return [line.uuid];
+    const params = line.params as Record<string, unknown> | undefined;
+    if ((line.method === "turn/start" || line.method === "turn/steer") && params)
+      return [String(params.clientUserMessageId)];
+    return [];
+  });
+}
+
+/** playback.start frames the Lamp received for one result. */
+export const utterancesOf = (lamp: TestLamp, resultId: string): PlaybackStart[] =>
+  lamp.utterances.filter((utterance) => utterance.resultId === resultId);
+
+/** The runs' deliveryIds once their receipts bound (the Harness accepted and the OS recorded the delivery). */
+export async function boundDeliveries(probe: DeviceProbe, runIds: string[]): Promise<string[]> {
+  const runs = await Promise.all(
+    runIds.map((runId) => probe.runUntil(runId, (run) => run.deliveryId !== null)),
+  );
+  return runs.map((run) => run.deliveryId ?? "");
+}
