@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HostedServices } from "../../libs/service/service-host.js";
+import { PlaybackQueue } from "../../services/tts-dispatcher/playback/playback-queue.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
 import { startTtsDispatcher } from "./tts-service.js";
@@ -223,6 +224,39 @@ describe("lamp-playback worker", () => {
       (playback) => playback !== undefined,
     );
     expect(repeat).toMatchObject({ kind: "repeat", state: "suppressed", reason: "failed_result" });
+    expect(await startsFor(deviceId)).toHaveLength(0);
+  });
+
+  it("settles a playback whose job gives up before sending as failed worker_lost, never sending it", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    const playbackId = "repeat-without-target";
+    await t.redis.hset(`${os.base(deviceId)}:playback:${playbackId}`, {
+      deviceId,
+      playbackId,
+      resultKey: "originating-instance|r-none",
+      resultId: "r-none",
+      kind: "repeat",
+      state: "queued",
+      queuedAt: String(Date.now()),
+      createdAt: String(Date.now()),
+      text: "never said",
+    });
+    const queue = new PlaybackQueue({
+      connection: t.connections.blocking("test-queue"),
+      prefix: `${t.keys.prefix}:bull`,
+      maxAttempts: 3,
+      retryDelayMs: 50,
+      retentionMs: 60_000,
+    });
+    await queue.enqueue("repeat", { deviceId, playbackId });
+    await queue.close();
+    expect(
+      await waitFor(
+        () => os.playback(deviceId, playbackId),
+        (playback) => playback?.state === "failed",
+      ),
+    ).toMatchObject({ state: "failed", reason: "worker_lost" });
     expect(await startsFor(deviceId)).toHaveLength(0);
   });
 
