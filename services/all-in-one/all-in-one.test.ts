@@ -20,7 +20,7 @@ describe("npm start (all-in-one)", () => {
       REDIS_DATA_DIR: dataDir,
       REDIS_URL: undefined,
     });
-    await child.waitForOutput("listening on");
+    await child.waitForOutput("listening on", 90_000);
     expect(child.log).toContain("started redis-server");
     const base = `http://127.0.0.1:${port}`;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
@@ -36,5 +36,5 @@ describe("npm start (all-in-one)", () => {
     const stopping = Date.now();
     expect(await child.kill("SIGTERM")).toBe(0);
     expect(Date.now() - stopping).toBeLessThan(10_000);
-  });
+  }, 120_000);
 });
