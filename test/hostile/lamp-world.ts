@@ -61,42 +61,19 @@ export class LampWorld {
     const request = voiceRequest(randomUUID(), "SECRET-OTHER-prompt what is my bank pin");
     const { answers } = await socket.exchange({ text: JSON.stringify(request), binary: false });
     const registered = answers[0] as { runId: string; idempotencyKey: string };
-    const seededRunId = `run-other-${randomUUID()}`;
-    await store.seedRun(otherDeviceId, { runId: seededRunId, createdAt: Date.now() });
-    const resultId = `result-other-${randomUUID()}`;
-    const resultKey = await store.seedResolvedResult(otherDeviceId, {
-      resultId,
-      runIds: [seededRunId],
-      fullText: "SECRET-OTHER-answer the pin is 4711",
-    });
-    const start = await waitFor(
-      () => socket.takeUnsolicited().find((frame) => frame.type === "playback.start"),
-      (frame) => frame !== undefined,
-    );
-    if (!start) throw new Error("the other device was never asked to speak its result");
-    const playbackId = String(start.playbackId);
-    for (const state of ["started", "finished"])
-      await socket.exchange({
-        text: JSON.stringify({ type: "playback.ack", playbackId, state }),
-        binary: false,
-      });
-    const played = await waitFor(
-      () => store.outbox(otherDeviceId, resultKey),
-      (entry) => entry?.state === "played",
-    );
-    if (played?.state !== "played") throw new Error("the other device's result did not reach played");
+    const spoken = await speakResult(store, socket, otherDeviceId, "SECRET-OTHER-answer the pin is 4711");
     const other: OtherDevice = {
       deviceId: otherDeviceId,
-      runIds: [registered.runId, seededRunId],
-      resultId,
-      playbackId,
+      runIds: [registered.runId, spoken.runId],
+      resultId: spoken.resultId,
+      playbackId: spoken.playbackId,
       secrets: [
         request.requestId,
         registered.runId,
         registered.idempotencyKey,
-        seededRunId,
-        resultId,
-        playbackId,
+        spoken.runId,
+        spoken.resultId,
+        spoken.playbackId,
         "SECRET-OTHER",
       ],
     };
@@ -121,6 +98,39 @@ export class LampWorld {
     await this.services.stop();
     await this.t.cleanup();
   }
+}
+
+/**
+ * Stores a resolved result for the device as the run-resolver would; tts-dispatcher speaks it to the device's
+ * socket, which acks it: the entry ends `played` and nothing about it changes afterwards.
+ */
+export async function speakResult(
+  store: OsStoreFixture,
+  socket: ProbedSocket,
+  deviceId: string,
+  fullText: string,
+) {
+  const runId = `run-${deviceId}-${randomUUID()}`;
+  await store.seedRun(deviceId, { runId, createdAt: Date.now() });
+  const resultId = `result-${deviceId}-${randomUUID()}`;
+  const resultKey = await store.seedResolvedResult(deviceId, { resultId, runIds: [runId], fullText });
+  const start = await waitFor(
+    () => socket.takeUnsolicited().find((frame) => frame.type === "playback.start"),
+    (frame) => frame !== undefined,
+  );
+  if (!start) throw new Error(`${deviceId} was never asked to speak its result`);
+  const playbackId = String(start.playbackId);
+  for (const state of ["started", "finished"])
+    await socket.exchange({
+      text: JSON.stringify({ type: "playback.ack", playbackId, state }),
+      binary: false,
+    });
+  const played = await waitFor(
+    () => store.outbox(deviceId, resultKey),
+    (entry) => entry?.state === "played",
+  );
+  if (played?.state !== "played") throw new Error(`${deviceId}'s result did not reach played`);
+  return { runId, resultId, playbackId };
 }
 
 export const lampUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}/v1/lamp/ws`;
