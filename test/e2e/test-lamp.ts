@@ -12,6 +12,10 @@ export interface TestLampOptions {
   token: string;
   /** Ack `started` then `finished` for every playback.start (default true); false simulates lost acks. */
   ack: boolean;
+  /** Called with every frame the OS sends, after it is recorded (a Lamp under faults acks on its own terms). */
+  onFrame?: (frame: Record<string, unknown>) => void;
+  /** Called once when the connection ends, whichever side closed it. */
+  onClose?: () => void;
 }
 
 export interface SayOptions {
@@ -27,12 +31,24 @@ export interface SayOptions {
 /** A Lamp in a test: sends voice requests over the real WebSocket and records every frame the OS sends it. */
 export class TestLamp {
   readonly frames: Record<string, unknown>[] = [];
+  private ended = false;
 
   private constructor(
     private readonly socket: WebSocket,
     private readonly options: TestLampOptions,
   ) {
     socket.on("message", (data) => this.onFrame(JSON.parse(data.toString()) as Record<string, unknown>));
+    socket.once("close", () => {
+      this.ended = true;
+      options.onClose?.();
+    });
+    // A failure after open is followed by "close"; without a listener it would crash the test process.
+    socket.on("error", () => undefined);
+  }
+
+  /** True once the connection ended: nothing more can arrive on it. */
+  get closed(): boolean {
+    return this.ended;
   }
 
   static connect(options: Partial<TestLampOptions> & { url: string; token: string }): Promise<TestLamp> {
@@ -41,6 +57,7 @@ export class TestLamp {
     return new Promise((resolve, reject) => {
       socket.once("open", () => resolve(lamp));
       socket.once("error", reject);
+      socket.once("close", () => reject(new Error("lamp connection closed before it opened")));
       socket.once("unexpected-response", (_request, response) =>
         reject(new Error(`lamp connection refused: HTTP ${response.statusCode}`)),
       );
@@ -100,12 +117,18 @@ export class TestLamp {
     return this.utterances;
   }
 
+  /** Sends a frame; on a connection that is closing or closed the frame is lost, as on a real network. */
   send(frame: Record<string, unknown>): void {
-    this.socket.send(JSON.stringify(frame));
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
   }
 
   close(): void {
     this.socket.close();
+  }
+
+  /** Ends the connection without a closing handshake, as a network drop does. */
+  drop(): void {
+    this.socket.terminate();
   }
 
   async waitForFrame(
@@ -116,6 +139,7 @@ export class TestLamp {
     for (;;) {
       const found = this.frames.find(match);
       if (found) return found;
+      if (this.ended) throw new Error(`connection closed before a matching frame arrived`);
       if (Date.now() > deadline)
         throw new Error(`no matching frame within ${timeoutMs} ms: ${JSON.stringify(this.frames)}`);
       await sleep(25);
@@ -124,6 +148,7 @@ export class TestLamp {
 
   private onFrame(frame: Record<string, unknown>): void {
     this.frames.push(frame);
+    this.options.onFrame?.(frame);
     const start = playbackStartSchema.safeParse(frame);
     if (!start.success || !this.options.ack) return;
     this.send({ type: "playback.ack", playbackId: start.data.playbackId, state: "started" });

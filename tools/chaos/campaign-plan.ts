@@ -1,0 +1,256 @@
+import type { ReplyRoute } from "../../libs/contract/lamp-wire.js";
+import type { SimProtocol } from "../../test/engine-runner/agents-file.js";
+import { SERVICE_NAMES, type ServiceName } from "../../test/e2e/stack.js";
+import { Prng } from "./prng.js";
+
+/**
+ * How an agent's engine answers (an engine-sim scenario played over and over):
+ * - `each`: one turn per input, one result each;
+ * - `fold`: steering, the second input is folded into the running turn: one group result per pair;
+ * - `queue`: queueing, the second input waits for the next turn: two results per pair.
+ */
+export type AnswerStyle = "each" | "fold" | "queue";
+
+export interface ChaosAgent {
+  agentId: string;
+  protocol: SimProtocol;
+  scenario: string;
+  style: AnswerStyle;
+}
+
+/** The agent kinds of a campaign; each kind runs `replicas` engines (agentId `<kind>-<n>`). */
+const AGENT_KINDS: ReadonlyArray<Omit<ChaosAgent, "agentId"> & { kind: string; perReplica: number }> = [
+  {
+    kind: "claude-each",
+    protocol: "claude-stream-json",
+    scenario: "claude-answer-each-input",
+    style: "each",
+    perReplica: 2,
+  },
+  {
+    kind: "codex-each",
+    protocol: "codex-app-server",
+    scenario: "codex-answer-each-input",
+    style: "each",
+    perReplica: 2,
+  },
+  {
+    kind: "claude-fold",
+    protocol: "claude-stream-json",
+    scenario: "chaos-claude-steer-folded",
+    style: "fold",
+    perReplica: 1,
+  },
+  {
+    kind: "claude-queue",
+    protocol: "claude-stream-json",
+    scenario: "chaos-claude-queued",
+    style: "queue",
+    perReplica: 1,
+  },
+  {
+    kind: "codex-steer",
+    protocol: "codex-app-server",
+    scenario: "chaos-codex-steer-merged",
+    style: "fold",
+    perReplica: 1,
+  },
+];
+
+/** Every agent of a campaign: more agents mean more turns in flight at once (each agent plays its turns in order). */
+export function chaosAgents(replicas: number): ChaosAgent[] {
+  return AGENT_KINDS.flatMap(({ kind, perReplica, ...agent }) =>
+    Array.from({ length: perReplica * replicas }, (_, n) => ({ ...agent, agentId: `${kind}-${n + 1}` })),
+  );
+}
+
+/** Results one turn is expected to produce when nothing goes wrong. */
+export const RESULTS_PER_TURN: Record<AnswerStyle, number> = { each: 1, fold: 1, queue: 2 };
+
+export interface PlannedInput {
+  text: string;
+  voiceTargetId: string;
+  replyRoute: ReplyRoute;
+  /** How long the voice target stays valid after the request; short ones test the `expired` suppression. */
+  expiresInMs: number;
+}
+
+/** One exchange of a device with an agent: one input, or a pair sent back to back (steering / queueing). */
+export interface PlannedTurn {
+  index: number;
+  agentId: string;
+  deviceId: string;
+  inputs: PlannedInput[];
+  /** After the answer, the user asks "say that again" (an explicit repeat, never a duplicate). */
+  askRepeat: boolean;
+}
+
+export type FaultAction =
+  | { kind: "kill-service"; service: ServiceName; downMs: number }
+  | { kind: "restart-redis"; downMs: number }
+  | { kind: "lamp-drop"; deviceId: string; downMs: number }
+  | { kind: "lamp-ack-late"; deviceId: string; delayMs: number; windowMs: number }
+  | { kind: "lamp-no-ack"; deviceId: string; windowMs: number };
+export type FaultKind = FaultAction["kind"];
+
+/** Service and Redis faults run one after another on one track, Lamp faults on another, both mid-traffic. */
+export type FaultTrack = "infrastructure" | "lamp";
+
+export interface PlannedFault {
+  index: number;
+  track: FaultTrack;
+  /** Fires once this many turns have started, `delayMs` later (a random moment inside the flow). */
+  afterTurn: number;
+  delayMs: number;
+  action: FaultAction;
+}
+
+export interface CampaignPlan {
+  seed: string;
+  results: number;
+  devices: string[];
+  agents: ChaosAgent[];
+  turns: PlannedTurn[];
+  faults: PlannedFault[];
+}
+
+export interface PlanOptions {
+  seed: string;
+  /** Results the traffic should produce (Harness side) when nothing is lost to a fault. */
+  results: number;
+  /** One fault per this many results, on average. */
+  resultsPerFault: number;
+  /** Engines per agent kind (see chaosAgents); more replicas, more parallel traffic. */
+  agentReplicas: number;
+}
+
+const AGENT_WEIGHTS: Record<AnswerStyle, number> = { each: 4, fold: 3, queue: 2.5 };
+const FAULT_WEIGHTS: Record<FaultKind, number> = {
+  "kill-service": 45,
+  "restart-redis": 10,
+  "lamp-drop": 20,
+  "lamp-ack-late": 13,
+  "lamp-no-ack": 12,
+};
+const FAULT_KINDS = Object.keys(FAULT_WEIGHTS) as FaultKind[];
+
+/** The whole campaign as data: the same seed and sizes always give the same traffic and fault schedule. */
+export function planCampaign(options: PlanOptions): CampaignPlan {
+  const root = Prng.fromSeed(options.seed);
+  const devices = Array.from(
+    { length: Math.min(8, Math.max(2, Math.ceil(options.results / 10))) },
+    (_, index) => `lamp-${index + 1}`,
+  );
+  const agents = chaosAgents(options.agentReplicas);
+  const turns = planTurns(root.fork("traffic"), devices, agents, options);
+  const faults = planFaults(root.fork("faults"), devices, turns.length, options);
+  return { seed: options.seed, results: options.results, devices, agents, turns, faults };
+}
+
+function planTurns(
+  random: Prng,
+  devices: string[],
+  agents: ChaosAgent[],
+  options: PlanOptions,
+): PlannedTurn[] {
+  const weights = Object.fromEntries(agents.map((agent) => [agent.agentId, AGENT_WEIGHTS[agent.style]]));
+  const agentById = new Map(agents.map((agent) => [agent.agentId, agent]));
+  const turns: PlannedTurn[] = [];
+  let expected = 0;
+  while (expected < options.results) {
+    const agent = agentById.get(random.weighted(weights)) as ChaosAgent;
+    const index = turns.length;
+    const deviceId = random.pick(devices);
+    const pair = agent.style !== "each";
+    const mixedTargets = pair && random.chance(0.04);
+    const inputs = Array.from({ length: pair ? 2 : 1 }, (_, k) =>
+      planInput(random, `chaos ${options.seed} turn ${index} input ${k + 1}: ${agent.agentId}`, {
+        voiceTargetId: mixedTargets && k === 1 ? "target-2" : "target-1",
+      }),
+    );
+    turns.push({ index, agentId: agent.agentId, deviceId, inputs, askRepeat: random.chance(0.05) });
+    expected += RESULTS_PER_TURN[agent.style];
+  }
+  return turns;
+}
+
+function planInput(random: Prng, text: string, fixed: { voiceTargetId: string }): PlannedInput {
+  const replyRoute = random.weighted({ voice: 92, display: 4, silent: 4 } satisfies Record<
+    ReplyRoute,
+    number
+  >);
+  const expiresInMs = random.chance(0.03) ? 200 : 10 * 60_000;
+  return { text, voiceTargetId: fixed.voiceTargetId, replyRoute, expiresInMs };
+}
+
+function planFaults(
+  random: Prng,
+  devices: string[],
+  turnCount: number,
+  options: PlanOptions,
+): PlannedFault[] {
+  const count = Math.max(1, Math.round(options.results / options.resultsPerFault));
+  // The first faults cover every kind once (in a seeded order), so even a small campaign exercises each.
+  const kinds = shuffle(random, [...FAULT_KINDS]);
+  const planned = Array.from({ length: count }, (_, k) => {
+    const kind = kinds[k] ?? random.weighted(FAULT_WEIGHTS);
+    return {
+      afterTurn: random.int(1, Math.max(1, turnCount - 1)),
+      delayMs: random.int(0, 2_000),
+      action: faultAction(random, kind, devices),
+    };
+  });
+  return planned
+    .sort((a, b) => a.afterTurn - b.afterTurn || a.delayMs - b.delayMs)
+    .map((fault, index) => ({ index, track: trackOf(fault.action), ...fault }));
+}
+
+function faultAction(random: Prng, kind: FaultKind, devices: string[]): FaultAction {
+  switch (kind) {
+    case "kill-service":
+      return { kind, service: random.pick(SERVICE_NAMES), downMs: random.int(0, 3_000) };
+    case "restart-redis":
+      return { kind, downMs: random.int(300, 3_000) };
+    case "lamp-drop":
+      return { kind, deviceId: random.pick(devices), downMs: random.int(100, 4_000) };
+    case "lamp-ack-late":
+      return {
+        kind,
+        deviceId: random.pick(devices),
+        delayMs: random.int(1_000, 8_000),
+        windowMs: random.int(2_000, 10_000),
+      };
+    case "lamp-no-ack":
+      return { kind, deviceId: random.pick(devices), windowMs: random.int(1_000, 6_000) };
+  }
+}
+
+function trackOf(action: FaultAction): FaultTrack {
+  return action.kind === "kill-service" || action.kind === "restart-redis" ? "infrastructure" : "lamp";
+}
+
+function shuffle<T>(random: Prng, items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = random.int(0, i);
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
+
+/** One line per fault, for the report and docs/reliability.md. */
+export function describeFault(fault: PlannedFault): string {
+  const at = `after turn ${fault.afterTurn} +${fault.delayMs} ms`;
+  const action = fault.action;
+  switch (action.kind) {
+    case "kill-service":
+      return `${at}: SIGKILL ${action.service}, restart after ${action.downMs} ms`;
+    case "restart-redis":
+      return `${at}: SIGKILL redis-server, restart after ${action.downMs} ms`;
+    case "lamp-drop":
+      return `${at}: drop ${action.deviceId}'s WebSocket, reconnect after ${action.downMs} ms`;
+    case "lamp-ack-late":
+      return `${at}: ${action.deviceId} acks ${action.delayMs} ms late for ${action.windowMs} ms`;
+    case "lamp-no-ack":
+      return `${at}: ${action.deviceId} never acks for ${action.windowMs} ms`;
+  }
+}

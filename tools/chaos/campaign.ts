@@ -1,0 +1,118 @@
+import { rmSync } from "node:fs";
+import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
+import { E2EStack } from "../../test/e2e/stack.js";
+import { planCampaign, type CampaignPlan } from "./campaign-plan.js";
+import { ChaosLamp } from "./chaos-lamp.js";
+import { drain, type DrainOutcome } from "./drain.js";
+import { FaultController, type AppliedFault, type UnplannedExit } from "./fault-controller.js";
+import { readHistory } from "./history.js";
+import { checkHistory, type CampaignVerdict } from "./invariants.js";
+import { TrafficGenerator, TrafficProgress, type TrafficFigures } from "./traffic.js";
+
+export interface CampaignOptions {
+  seed: string;
+  results: number;
+  /** One fault per this many results, on average. */
+  resultsPerFault: number;
+  agentReplicas: number;
+  /** Upper bound of the wait for the system to settle after the faults stopped. */
+  drainMaxMs: number;
+  log: (line: string) => void;
+}
+
+export interface CampaignOutcome {
+  plan: CampaignPlan;
+  traffic: TrafficFigures;
+  faults: AppliedFault[];
+  unplannedExits: UnplannedExit[];
+  drain: DrainOutcome;
+  verdict: CampaignVerdict;
+  durationMs: number;
+}
+
+/**
+ * Tight timings so recovery happens within seconds: a killed tts worker's job is re-run after 5 s, unsent
+ * reservations are swept after 2 s, and the per-connection rate limit is out of the way (faults are the subject).
+ */
+const CHAOS_ENV: Record<string, string> = {
+  PLAYBACK_LOCK_DURATION_MS: "5000",
+  PLAYBACK_STALLED_INTERVAL_MS: "2500",
+  DISPATCH_SWEEP_MIN_AGE_MS: "2000",
+  DISPATCH_SWEEP_INTERVAL_MS: "1000",
+  RATE_LIMIT_PER_SECOND: "200",
+  RATE_LIMIT_BURST: "400",
+  MAX_IN_FLIGHT: "64",
+};
+
+/**
+ * The fault campaign: every service its own process on a private redis-server (AOF, fsync always), seeded voice
+ * traffic from several Lamps to Claude and Codex engine-sim agents while the fault schedule kills and restarts
+ * services and Redis and disturbs the Lamps; then the faults stop, the system drains, and the whole history is
+ * checked against the invariants.
+ */
+export async function runCampaign(options: CampaignOptions): Promise<CampaignOutcome> {
+  const started = Date.now();
+  const plan = planCampaign(options);
+  options.log(
+    `seed ${plan.seed}: ${plan.turns.length} turns for ${plan.results} results, ${plan.devices.length} lamps, ` +
+      `${plan.agents.length} agents, ${plan.faults.length} faults`,
+  );
+  const redisServer = await RedisServerProcess.start({ appendonly: true, appendfsync: "always" });
+  let stack: E2EStack | undefined;
+  const lamps = new Map<string, ChaosLamp>();
+  let faults: FaultController | undefined;
+  try {
+    stack = await E2EStack.start({
+      label: "chaos",
+      redisUrl: redisServer.url,
+      agents: plan.agents.map(({ agentId, protocol, scenario }) => ({
+        agentId,
+        protocol,
+        scenario,
+        advanceRuntimes: false,
+      })),
+      env: CHAOS_ENV,
+    });
+    const running = stack;
+    for (const deviceId of plan.devices)
+      lamps.set(deviceId, new ChaosLamp(deviceId, running.lampUrl, () => running.token(deviceId)));
+    await Promise.all([...lamps.values()].map((lamp) => lamp.start()));
+    options.log("stack and lamps up; traffic and faults start");
+
+    const progress = new TrafficProgress();
+    faults = new FaultController(running, redisServer, lamps, progress, options.log);
+    const traffic = new TrafficGenerator(plan, lamps, running.redis, running.keys, progress);
+    const [trafficRun, faultRun] = await Promise.allSettled([
+      traffic.run().finally(() => progress.finish()),
+      faults.run(plan.faults),
+    ]);
+    if (faultRun.status === "rejected") throw faultRun.reason;
+    if (trafficRun.status === "rejected") throw trafficRun.reason;
+    options.log(`traffic done (${trafficRun.value.inputs.length} inputs); faults stopped; draining`);
+
+    for (const lamp of lamps.values()) lamp.setAckPolicy({ mode: "prompt" });
+    await running.waitUntilReady();
+    const drained = await drain(running.redis, running.keys, lamps.values(), {
+      quietMs: 6_000,
+      maxMs: options.drainMaxMs,
+    });
+    options.log(`drained in ${drained.drainedMs} ms (quiet: ${drained.quiet}); checking the history`);
+    const history = await readHistory(running, plan, lamps);
+    return {
+      plan,
+      traffic: trafficRun.value,
+      faults: faults.applied,
+      unplannedExits: faults.unplannedExits,
+      drain: drained,
+      verdict: checkHistory(history, trafficRun.value.inputs),
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    faults?.stopSupervising();
+    for (const lamp of lamps.values()) lamp.stop();
+    await stack?.stop();
+    await redisServer.stop();
+    rmSync(redisServer.dir, { recursive: true, force: true });
+    if (stack) rmSync(stack.workDir, { recursive: true, force: true });
+  }
+}

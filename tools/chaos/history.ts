@@ -1,0 +1,148 @@
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import {
+  outboxEntrySchema,
+  playbackRecordSchema,
+  type OutboxEntry,
+  type PlaybackRecord,
+} from "../../libs/contract/os-playback.js";
+import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import { turnResultPayloadSchema, type TurnResultPayload } from "../../libs/contract/turn-result.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
+import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import type { E2EStack } from "../../test/e2e/stack.js";
+import type { CampaignPlan } from "./campaign-plan.js";
+import type { ChaosLamp, ReceivedPlayback } from "./chaos-lamp.js";
+
+/** One input line an engine read on stdin, reduced to the id we wrote it with. */
+export interface EngineWrite {
+  agentId: string;
+  deliveryId: string;
+  frame: string;
+}
+
+/** The whole history, read from the real state after the system drained. */
+export interface CampaignHistory {
+  /** Harness side: the results the result-producer stored, per device. */
+  harnessResults: Array<{ deviceId: string; payload: TurnResultPayload }>;
+  /** Harness side: every reservation's receipt (turn.send and turn.stop). */
+  receipts: Array<{ deviceId: string; receipt: Receipt }>;
+  runs: RunRecord[];
+  osResults: ResultRecord[];
+  outbox: Array<{ deviceId: string; resultKey: string; entry: OutboxEntry }>;
+  playbacks: Array<{ deviceId: string; record: PlaybackRecord }>;
+  rejections: Array<{ deviceId: string; record: Record<string, unknown> }>;
+  protocolErrors: Array<{ deviceId: string; record: Record<string, unknown> }>;
+  deadLetters: Array<{ stream: string; entries: number }>;
+  engineWrites: EngineWrite[];
+  received: ReceivedPlayback[];
+}
+
+const rejectionFieldsSchema = z.record(z.string(), z.unknown());
+
+export async function readHistory(
+  stack: E2EStack,
+  plan: CampaignPlan,
+  lamps: Map<string, ChaosLamp>,
+): Promise<CampaignHistory> {
+  const redis = stack.redis;
+  const history: CampaignHistory = {
+    harnessResults: [],
+    receipts: [],
+    runs: [],
+    osResults: [],
+    outbox: [],
+    playbacks: [],
+    rejections: [],
+    protocolErrors: [],
+    deadLetters: await readDeadLetters(redis, stack.keys),
+    engineWrites: plan.agents.flatMap((agent) =>
+      engineWrites(agent.agentId, stack.engineInputs(agent.agentId)),
+    ),
+    received: [...lamps.values()].flatMap((lamp) => lamp.received),
+  };
+  for (const deviceId of plan.devices) await readDevice(redis, stack.keys, deviceId, history);
+  return history;
+}
+
+async function readDevice(
+  redis: Redis,
+  keys: Keyspace,
+  deviceId: string,
+  history: CampaignHistory,
+): Promise<void> {
+  const harness = keys.harnessDevice(deviceId);
+  for (const resultId of await redis.zrange(`${harness}:results`, 0, -1)) {
+    const payload = await redis.hget(`${harness}:result:${resultId}`, "payload");
+    if (payload !== null)
+      history.harnessResults.push({ deviceId, payload: turnResultPayloadSchema.parse(JSON.parse(payload)) });
+  }
+  for (const key of await scanAll(redis, `${harness}:res:*`)) {
+    const receipt = await redis.hget(key, "receipt");
+    if (receipt !== null)
+      history.receipts.push({ deviceId, receipt: receiptSchema.parse(JSON.parse(receipt)) });
+  }
+  const os = new OsDeviceKeys(keys, deviceId);
+  for (const runId of await redis.zrange(os.runs, 0, -1)) {
+    const run = parseRunRecord(await redis.hgetall(os.run(runId)));
+    if (run) history.runs.push(run);
+  }
+  for (const key of await scanAll(redis, `${os.base}:result:*`)) {
+    const result = parseResultRecord(await redis.hgetall(key));
+    if (result) history.osResults.push(result);
+  }
+  const outboxPrefix = `${os.base}:outbox:`;
+  for (const key of await scanAll(redis, `${outboxPrefix}*`)) {
+    const entry = outboxEntrySchema.parse(await redis.hgetall(key));
+    history.outbox.push({ deviceId, resultKey: key.slice(outboxPrefix.length), entry });
+  }
+  for (const key of await scanAll(redis, `${os.base}:playback:*`)) {
+    history.playbacks.push({ deviceId, record: playbackRecordSchema.parse(await redis.hgetall(key)) });
+  }
+  history.rejections.push(
+    ...(await streamRecords(redis, os.rejections)).map((record) => ({ deviceId, record })),
+  );
+  history.protocolErrors.push(
+    ...(await streamRecords(redis, os.protocolErrors)).map((record) => ({ deviceId, record })),
+  );
+}
+
+async function readDeadLetters(redis: Redis, keys: Keyspace): Promise<CampaignHistory["deadLetters"]> {
+  const streams = await scanAll(redis, `${keys.prefix}:stream:*:dlq`);
+  return Promise.all(
+    streams.map(async (key) => ({
+      stream: key.slice(`${keys.prefix}:stream:`.length, -":dlq".length),
+      entries: await redis.xlen(key),
+    })),
+  );
+}
+
+/** The deliveryId of every input frame written to the engine: Claude `uuid`, Codex `clientUserMessageId`. */
+export function engineWrites(agentId: string, lines: Record<string, unknown>[]): EngineWrite[] {
+  return lines.flatMap((line) => {
+    if (line.type === "user" && typeof line.uuid === "string")
+      return [{ agentId, deliveryId: line.uuid, frame: "user" }];
+    const params = z.object({ clientUserMessageId: z.string() }).safeParse(line.params);
+    if ((line.method === "turn/start" || line.method === "turn/steer") && params.success)
+      return [{ agentId, deliveryId: params.data.clientUserMessageId, frame: String(line.method) }];
+    return [];
+  });
+}
+
+async function streamRecords(redis: Redis, key: string): Promise<Record<string, unknown>[]> {
+  const entries = await redis.xrange(key, "-", "+");
+  return entries.map(([, fields]) => rejectionFieldsSchema.parse(JSON.parse(fields[1] ?? "{}")));
+}
+
+async function scanAll(redis: Redis, pattern: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1_000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== "0");
+  return found;
+}

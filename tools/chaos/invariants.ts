@@ -1,0 +1,249 @@
+import type { CampaignHistory } from "./history.js";
+import type { SentInput } from "./traffic.js";
+
+/** One concrete breach of an invariant, with enough context to find it in the store. */
+export interface Violation {
+  invariant: InvariantName;
+  detail: string;
+}
+
+export type InvariantName =
+  | "duplicate utterance"
+  | "lost result"
+  | "run resolved that no result listed"
+  | "input sent twice to an engine"
+  | "protocol error";
+
+export interface UncertainPlayback {
+  deviceId: string;
+  playbackId: string;
+  resultId: string;
+  reason: string;
+  cause: string;
+}
+
+export interface CampaignFigures {
+  inputsSent: number;
+  runs: number;
+  runsResolved: number;
+  runsPending: number;
+  runsUnknown: number;
+  resultsProduced: number;
+  groupResults: number;
+  resultsStoredByOs: number;
+  resultsSpoken: number;
+  playbackStartsReceived: number;
+  explicitRepeatsSpoken: number;
+  duplicateUtterances: number;
+  lostResults: number;
+  resolvedUnlisted: number;
+  inputsSentTwice: number;
+  protocolErrors: number;
+  uncertainPlaybacks: UncertainPlayback[];
+  outboxStates: Record<string, number>;
+  /** Inputs that never got a result, by the Harness receipt's state/code (e.g. `unknown/ENGINE_EXITED`). */
+  unansweredInputs: Record<string, number>;
+  rejectionsByReason: Record<string, number>;
+  deadLetters: Record<string, number>;
+}
+
+export interface CampaignVerdict {
+  figures: CampaignFigures;
+  violations: Violation[];
+}
+
+/** Checks the invariants over the whole history and counts the figures. */
+export function checkHistory(history: CampaignHistory, inputs: SentInput[]): CampaignVerdict {
+  const violations: Violation[] = [
+    ...duplicateUtterances(history),
+    ...lostResults(history),
+    ...resolvedUnlisted(history),
+    ...inputsSentTwice(history),
+    ...history.protocolErrors.map(({ deviceId, record }) => ({
+      invariant: "protocol error" as const,
+      detail: `${deviceId}: ${JSON.stringify(record)}`,
+    })),
+  ];
+  const count = (name: InvariantName) => violations.filter((v) => v.invariant === name).length;
+  const spoken = new Set(history.received.map((p) => `${p.deviceId}|${p.resultId}`));
+  const runs = history.runs;
+  return {
+    violations,
+    figures: {
+      inputsSent: inputs.length,
+      runs: runs.length,
+      runsResolved: runs.filter((run) => run.state === "resolved").length,
+      runsPending: runs.filter((run) => run.state === "pending").length,
+      runsUnknown: runs.filter((run) => run.state === "unknown").length,
+      resultsProduced: history.harnessResults.length,
+      groupResults: history.harnessResults.filter((r) => r.payload.correlation.scope === "group").length,
+      resultsStoredByOs: history.osResults.length,
+      resultsSpoken: spoken.size,
+      playbackStartsReceived: history.received.length,
+      explicitRepeatsSpoken: history.received.filter(
+        (p) => kindOf(history, p.deviceId, p.playbackId) === "repeat",
+      ).length,
+      duplicateUtterances: count("duplicate utterance"),
+      lostResults: count("lost result"),
+      resolvedUnlisted: count("run resolved that no result listed"),
+      inputsSentTwice: count("input sent twice to an engine"),
+      protocolErrors: count("protocol error"),
+      uncertainPlaybacks: uncertainPlaybacks(history),
+      outboxStates: tally(
+        history.outbox.map(({ entry }) => `${entry.state}${entry.reason ? `/${entry.reason}` : ""}`),
+      ),
+      unansweredInputs: unansweredInputs(history),
+      rejectionsByReason: tally(
+        history.rejections.map(({ record }) => String(record.reason ?? "unspecified")),
+      ),
+      deadLetters: Object.fromEntries(history.deadLetters.map(({ stream, entries }) => [stream, entries])),
+    },
+  };
+}
+
+/**
+ * Two playback.start of one result that are not explicit repeats, or one playback delivered twice. The kind of a
+ * playback comes from the OS store (`B:playback:<id>`), not from what the Lamp believes it asked for.
+ */
+function duplicateUtterances(history: CampaignHistory): Violation[] {
+  const byPlayback = groupBy(history.received, (p) => `${p.deviceId}|${p.playbackId}`);
+  const answers = groupBy(
+    history.received.filter((p) => kindOf(history, p.deviceId, p.playbackId) !== "repeat"),
+    (p) => `${p.deviceId}|${p.resultId}`,
+  );
+  const violations: Violation[] = [];
+  for (const [key, frames] of byPlayback)
+    if (frames.length > 1)
+      violations.push({ invariant: "duplicate utterance", detail: `${key} received ${frames.length} times` });
+  for (const [key, frames] of answers) {
+    const playbackIds = new Set(frames.map((p) => p.playbackId));
+    if (playbackIds.size > 1)
+      violations.push({
+        invariant: "duplicate utterance",
+        detail: `${key} spoken by ${playbackIds.size} non-repeat playbacks: ${[...playbackIds].join(", ")}`,
+      });
+  }
+  return violations;
+}
+
+/** A Harness result whose members are OS runs, but which did not resolve them. */
+function lostResults(history: CampaignHistory): Violation[] {
+  const runByKey = new Map(history.runs.map((run) => [`${run.deviceId}|${run.idempotencyKey}`, run]));
+  return history.harnessResults.flatMap(({ deviceId, payload }) => {
+    const members = payload.correlation.inputs.map((member) => ({
+      member,
+      run: runByKey.get(`${deviceId}|${member.idempotencyKey}`),
+    }));
+    const unresolved = members.filter(
+      ({ run }) => run !== undefined && !(run.state === "resolved" && run.resultId === payload.resultId),
+    );
+    if (unresolved.length === 0) return [];
+    const states = unresolved.map(({ run }) => `${run?.runId}:${run?.state}:${run?.resultId ?? "-"}`);
+    return [
+      {
+        invariant: "lost result" as const,
+        detail: `${deviceId} result ${payload.resultId} (${payload.outcome}) did not resolve ${states.join(", ")}`,
+      },
+    ];
+  });
+}
+
+/** A resolved run must be listed by its result, on both sides. */
+function resolvedUnlisted(history: CampaignHistory): Violation[] {
+  const harness = new Map(
+    history.harnessResults.map((r) => [`${r.deviceId}|${r.payload.resultId}`, r.payload]),
+  );
+  const os = new Map(history.osResults.map((r) => [`${r.deviceId}|${r.resultId}`, r]));
+  return history.runs.flatMap((run) => {
+    if (run.state !== "resolved") return [];
+    const key = `${run.deviceId}|${run.resultId}`;
+    const listedByHarness = harness
+      .get(key)
+      ?.correlation.inputs.some(
+        (m) => m.idempotencyKey === run.idempotencyKey && m.deliveryId === run.deliveryId,
+      );
+    const listedByOs = os.get(key)?.members.some((m) => m.runId === run.runId);
+    if (listedByHarness && listedByOs) return [];
+    return [
+      {
+        invariant: "run resolved that no result listed" as const,
+        detail: `${run.deviceId} run ${run.runId} resolved by ${run.resultId} (harness lists it: ${Boolean(
+          listedByHarness,
+        )}, OS lists it: ${Boolean(listedByOs)})`,
+      },
+    ];
+  });
+}
+
+/** The same deliveryId written to an engine more than once (our chaos engines never refuse a steer). */
+function inputsSentTwice(history: CampaignHistory): Violation[] {
+  const writes = groupBy(history.engineWrites, (w) => `${w.agentId}|${w.deliveryId}`);
+  return [...writes]
+    .filter(([, frames]) => frames.length > 1)
+    .map(([key, frames]) => ({
+      invariant: "input sent twice to an engine" as const,
+      detail: `${key} written ${frames.length} times (${frames.map((f) => f.frame).join(", ")})`,
+    }));
+}
+
+/** Each uncertain playback with what the Lamp side knows about why no ack arrived. */
+function uncertainPlaybacks(history: CampaignHistory): UncertainPlayback[] {
+  return history.playbacks
+    .filter(({ record }) => record.state === "uncertain")
+    .map(({ deviceId, record }) => {
+      const got = history.received.filter(
+        (p) => p.deviceId === deviceId && p.playbackId === record.playbackId,
+      );
+      const reason = record.reason ?? "unspecified";
+      return {
+        deviceId,
+        playbackId: record.playbackId,
+        resultId: record.resultId,
+        reason,
+        cause: causeOf(
+          reason,
+          got.map((p) => p.ack),
+        ),
+      };
+    });
+}
+
+function causeOf(reason: string, acks: string[]): string {
+  if (reason === "send_interrupted") return "tts-dispatcher died between claim and ack: never sent again";
+  if (acks.length === 0) return "playback.start never reached the Lamp (connection dropped or gateway down)";
+  if (acks.includes("never")) return "Lamp received it and withheld the ack (fault)";
+  if (acks.includes("late")) return "Lamp acked late and the ack was lost with its connection";
+  return "Lamp acked at once but the ack was lost (connection dropped or OS side down)";
+}
+
+function unansweredInputs(history: CampaignHistory): Record<string, number> {
+  const receipts = new Map(
+    history.receipts.map(({ deviceId, receipt }) => [`${deviceId}|${receipt.idempotencyKey}`, receipt]),
+  );
+  return tally(
+    history.runs
+      .filter((run) => run.state !== "resolved")
+      .map((run) => {
+        const receipt = receipts.get(`${run.deviceId}|${run.idempotencyKey}`);
+        if (!receipt) return `${run.state}: no receipt${run.sendError ? ` (${run.sendError})` : ""}`;
+        return `${run.state}: receipt ${receipt.state}${receipt.error ? `/${receipt.error.code}` : ""}`;
+      }),
+  );
+}
+
+function kindOf(history: CampaignHistory, deviceId: string, playbackId: string): string | undefined {
+  return history.playbacks.find((p) => p.deviceId === deviceId && p.record.playbackId === playbackId)?.record
+    .kind;
+}
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(keyOf(item), [...(groups.get(keyOf(item)) ?? []), item]);
+  return groups;
+}
+
+function tally(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}

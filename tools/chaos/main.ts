@@ -1,0 +1,60 @@
+import { writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { runCampaign } from "./campaign.js";
+import { formatReport } from "./report.js";
+
+/**
+ * `npm run chaos -- --results N --seed S [--results-per-fault K] [--agent-replicas R] [--drain-max-ms MS]
+ *  [--json FILE]`
+ * Exit 0 when every invariant holds, 1 when one fails, 2 on bad arguments or when the campaign itself broke.
+ */
+const argsSchema = z.object({
+  results: z.coerce.number().int().min(1).max(100_000).default(200),
+  seed: z.string().min(1).default("lampline"),
+  "results-per-fault": z.coerce.number().int().min(1).default(12),
+  "drain-max-ms": z.coerce.number().int().min(1_000).default(180_000),
+  /** Engines per agent kind; by default 1 below 300 results, else 3 (more turns in flight). */
+  "agent-replicas": z.coerce.number().int().min(1).max(10).optional(),
+  json: z.string().min(1).optional(),
+});
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      results: { type: "string" },
+      seed: { type: "string" },
+      "results-per-fault": { type: "string" },
+      "drain-max-ms": { type: "string" },
+      "agent-replicas": { type: "string" },
+      json: { type: "string" },
+    },
+    strict: true,
+  });
+  const args = argsSchema.safeParse(values);
+  if (!args.success) {
+    console.error(`chaos: ${args.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    return 2;
+  }
+  const outcome = await runCampaign({
+    seed: args.data.seed,
+    results: args.data.results,
+    resultsPerFault: args.data["results-per-fault"],
+    drainMaxMs: args.data["drain-max-ms"],
+    agentReplicas: args.data["agent-replicas"] ?? (args.data.results < 300 ? 1 : 3),
+    log: (line) => console.error(`[chaos ${new Date().toISOString()}] ${line}`),
+  });
+  console.log(formatReport(outcome));
+  if (args.data.json) writeFileSync(args.data.json, JSON.stringify(outcome, null, 2));
+  return outcome.verdict.violations.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(
+      `chaos: campaign failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
+    process.exit(2);
+  },
+);
