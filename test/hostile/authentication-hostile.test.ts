@@ -1,0 +1,154 @@
+import fc from "fast-check";
+import WebSocket from "ws";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import { deviceGatewayService } from "../../services/device-gateway/definition.js";
+import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
+import { harnessEnv, SECRET, tokenFor } from "../harness/harness-fixture.js";
+import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
+import { authCases, forgeJwt, type AuthCase, type AuthVerdict } from "./forged-tokens.js";
+import { casesFor, SurfaceTally, timeoutFor } from "./hostile-budget.js";
+import { snapshotChanges, snapshotKeys } from "./key-snapshot.js";
+import { rawRequest } from "./raw-http.js";
+
+const DEVICE = "lamp-auth";
+const REVOKED_DEVICE = "lamp-revoked";
+const CASES = casesFor(300);
+const VOLATILE = /:lamp-presence$|:os:devices$/;
+
+let t: TestRedis;
+let services: HostedServices;
+let revokedToken: string;
+
+beforeAll(async () => {
+  t = createTestRedis("hostile-auth");
+  services = await hostServices("hostile-auth", [harnessGatewayService, deviceGatewayService], harnessEnv(t));
+  const issuedBefore = Math.floor(Date.now() / 1000) - 5;
+  revokedToken = forgeJwt(
+    { alg: "HS256", typ: "JWT" },
+    { sub: REVOKED_DEVICE, role: "device", iat: issuedBefore, exp: issuedBefore + 3600 },
+    SECRET,
+  );
+  const revoke = await rawRequest(services.url, "DELETE", `/v1/admin/devices/${REVOKED_DEVICE}`, {
+    authorization: `Bearer ${await tokenFor("ops", "operator")}`,
+  });
+  expect(revoke.status).toBe(200);
+});
+afterAll(async () => {
+  await services.stop();
+  await t.cleanup();
+});
+
+interface Attempt {
+  status: number;
+  body: unknown;
+}
+
+/** One WebSocket upgrade: 101 when the gateway accepted the credential, else its HTTP refusal and JSON body. */
+function upgrade(path: string, authorization: string | undefined): Promise<Attempt> {
+  const url = `${services.url.replace(/^http/, "ws")}${path}`;
+  const socket = new WebSocket(url, { headers: authorization === undefined ? {} : { authorization } });
+  return new Promise((resolve, reject) => {
+    socket.once("open", () => {
+      socket.close();
+      resolve({ status: 101, body: undefined });
+    });
+    socket.once("unexpected-response", (_request, response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        resolve({ status: response.statusCode ?? 0, body: text ? (JSON.parse(text) as unknown) : undefined });
+      });
+    });
+    socket.once("error", reject);
+  });
+}
+
+interface Surface {
+  name: string;
+  attempt: (authorization: string | undefined) => Promise<Attempt>;
+  /** What this surface must answer to a case (the gateways differ on roles and revocation). */
+  expected: (authCase: AuthCase) => AuthVerdict | "BAD_REQUEST";
+  acceptedStatus: number;
+}
+
+const surfaces: Surface[] = [
+  {
+    name: "auth-harness-ws",
+    attempt: (authorization) => upgrade("/v1/harness/ws", authorization),
+    expected: (authCase) => authCase.verdict,
+    acceptedStatus: 101,
+  },
+  {
+    name: "auth-lamp-ws",
+    attempt: (authorization) => upgrade("/v1/lamp/ws", authorization),
+    // Revocation is a Harness-side record (docs/hostile-input.md); the Lamp socket takes device tokens only.
+    expected: (authCase) =>
+      authCase.verdict === "REVOKED"
+        ? "accept"
+        : authCase.role === "operator"
+          ? "UNAUTHORIZED"
+          : authCase.verdict,
+    acceptedStatus: 101,
+  },
+  {
+    name: "auth-os-api",
+    attempt: async (authorization) => {
+      const response = await rawRequest(
+        services.url,
+        "GET",
+        "/v1/runs",
+        authorization ? { authorization } : {},
+      );
+      return { status: response.status, body: response.json };
+    },
+    expected: (authCase) =>
+      authCase.verdict === "REVOKED"
+        ? "accept"
+        : authCase.role === "operator"
+          ? "BAD_REQUEST"
+          : authCase.verdict,
+    acceptedStatus: 200,
+  },
+];
+
+describe("hostile credentials at both gateways and the OS API", () => {
+  for (const surface of surfaces) {
+    it(
+      `${surface.name}: ${CASES} forged, expired, wrong-alg, malformed and revoked credentials get 401 (REVOKED where revoked), never 5xx, and store nothing`,
+      async () => {
+        const tally = new SurfaceTally(surface.name);
+        const pattern = `${t.keys.prefix}:*`;
+        let before = await snapshotKeys(t.redis, pattern, VOLATILE);
+        await fc.assert(
+          fc.asyncProperty(
+            authCases(SECRET, DEVICE, { deviceId: REVOKED_DEVICE, token: revokedToken }),
+            async (authCase) => {
+              const attempt = await surface.attempt(authCase.authorization);
+              const expected = surface.expected(authCase);
+              const label = `${authCase.name}: ${attempt.status} ${JSON.stringify(attempt.body)}`;
+              expect(attempt.status, label).toBeLessThan(500);
+              if (expected === "accept") expect(attempt.status, label).toBe(surface.acceptedStatus);
+              else if (expected === "BAD_REQUEST") expect(attempt.status, label).toBe(400);
+              else {
+                expect(attempt.status, label).toBe(401);
+                expect(attempt.body, label).toMatchObject({
+                  error: { code: expected, message: expect.any(String) },
+                });
+                const after = await snapshotKeys(t.redis, pattern, VOLATILE);
+                expect(snapshotChanges(before, after), label).toEqual([]);
+              }
+              before = await snapshotKeys(t.redis, pattern, VOLATILE);
+              tally.count(`${authCase.name}_${attempt.status}`);
+            },
+          ),
+          { numRuns: CASES },
+        );
+        tally.report();
+        expect((await fetch(`${services.url}/healthz`)).status).toBe(200);
+      },
+      timeoutFor(CASES, 20),
+    );
+  }
+});
