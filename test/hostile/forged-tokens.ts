@@ -51,7 +51,7 @@ export function authCases(secret: string, device: string, revoked: { deviceId: s
     authorization: bearer(token),
     verdict: "UNAUTHORIZED",
   });
-  const fixed: fc.Arbitrary<AuthCase> = fc.constantFrom<() => AuthCase>(
+  const fixed: fc.Arbitrary<() => AuthCase> = fc.constantFrom<() => AuthCase>(
     () => ({ name: "valid", authorization: bearer(forgeJwt(HS256, claims(), secret)), verdict: "accept" }),
     () => ({
       name: "valid_operator",
