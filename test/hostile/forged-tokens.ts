@@ -106,13 +106,11 @@ export function authCases(secret: string, device: string, revoked: { deviceId: s
     authorization: bearer(forgeJwt(HS256, claims({ sub }), secret)),
     verdict: DEVICE_ID.test(sub) ? "accept" : "UNAUTHORIZED",
   }));
-  const garbage = fc
-    .string({ minLength: 1, maxLength: 200 })
-    .map((text): AuthCase => ({
-      name: "garbage_token",
-      authorization: `Bearer ${encodeURIComponent(text)}`,
-      verdict: "UNAUTHORIZED",
-    }));
+  const garbage = fc.string({ minLength: 1, maxLength: 200 }).map((text): AuthCase => ({
+    name: "garbage_token",
+    authorization: `Bearer ${encodeURIComponent(text)}`,
+    verdict: "UNAUTHORIZED",
+  }));
   return fc.oneof(
     { arbitrary: fixed.map((make) => make()), weight: 6 },
     { arbitrary: generatedSub, weight: 2 },
