@@ -71,6 +71,7 @@ beforeAll(async () => {
     resultIds: new Set([mine.resultId]),
     deliveryIds: new Set([mine.deliveryId]),
     keys: new Set(["own-key"]),
+    head: mine.cursor,
   };
 });
 afterAll(async () => {
