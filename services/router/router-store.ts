@@ -9,7 +9,7 @@ const bindReceiptScript = LuaScript.fromFile(new URL("./lua/bind-receipt-1.lua",
 const stageEventScript = LuaScript.fromFile(new URL("./lua/stage-event-1.lua", import.meta.url));
 const markSendFailedScript = LuaScript.fromFile(new URL("./lua/mark-send-failed-1.lua", import.meta.url));
 
-export type BindOutcome = "bound" | "refreshed" | "unknown_key" | "agent_mismatch" | "conflict";
+export type BindOutcome = "bound" | "refreshed" | "stale" | "unknown_key" | "agent_mismatch" | "conflict";
 
 export type StageAction =
   | { action: "routed"; waitingField?: string }

@@ -1,13 +1,16 @@
 -- Binds a Harness receipt to the run registered under its idempotency key: deliveryId and the originating
 -- instance are set once; a receipt naming another delivery or instance for a bound run is a conflict, not a rebind.
+-- The stored receipt only moves forward (queued < delivered < started < terminal, terminal final), as on the
+-- Harness: a duplicated or reordered older receipt.updated (or receipt.get answer) refreshes nothing.
 -- KEYS[1] = B; ARGV: idempotencyKey, agentId, deliveryId, serverInstanceId, receiptState, receiptJson
+local RANK = {queued = 0, delivered = 1, started = 2, completed = 3, rejected = 3, unknown = 3}
 local base = KEYS[1]
 local runId = redis.call('GET', base .. ':key:' .. ARGV[1])
 if not runId then
   return { 'unknown_key', '' }
 end
 local runKey = base .. ':run:' .. runId
-local run = redis.call('HMGET', runKey, 'agentId', 'deliveryId', 'serverInstanceId')
+local run = redis.call('HMGET', runKey, 'agentId', 'deliveryId', 'serverInstanceId', 'receiptState')
 if run[1] ~= ARGV[2] then
   return { 'agent_mismatch', runId }
 end
@@ -17,6 +20,10 @@ end
 local holder = redis.call('GET', base .. ':delivery:' .. ARGV[3])
 if holder and holder ~= runId then
   return { 'conflict', runId }
+end
+local held, incoming = RANK[run[4]], RANK[ARGV[5]] or 0
+if held and (incoming < held or (held == 3 and run[4] ~= ARGV[5])) then
+  return { 'stale', runId }
 end
 redis.call('SET', base .. ':delivery:' .. ARGV[3], runId)
 redis.call('HSET', runKey, 'deliveryId', ARGV[3], 'serverInstanceId', ARGV[4],

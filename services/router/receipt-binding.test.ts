@@ -1,0 +1,56 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Receipt } from "../../libs/contract/receipt.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
+import { AGENT, MACHINE, receiptFor, runOf } from "../../test/os/os-fixture.js";
+import { RunRegistration } from "../device-gateway/run-registration.js";
+import { RouterStore } from "./router-store.js";
+
+const DEVICE = "lamp-receipts";
+
+let t: TestRedis;
+let store: RouterStore;
+let runId: string;
+let key: string;
+beforeEach(async () => {
+  t = createTestRedis("receipt-binding");
+  store = new RouterStore(t.redis, new OsDeviceKeys(t.keys, DEVICE), "test");
+  const registration = await new RunRegistration(t.redis, t.keys, "gateway-test", 60_000).register(DEVICE, {
+    type: "voice.request",
+    requestId: randomUUID(),
+    agentId: AGENT,
+    machineId: MACHINE,
+    text: "a question",
+    voiceTarget: { id: "target-1" },
+    replyRoute: "voice",
+  });
+  if (registration.status === "conflict") throw new Error("run not registered");
+  ({ runId, idempotencyKey: key } = registration);
+});
+afterEach(() => t.cleanup());
+
+const receipt = (state: Receipt["state"]): Receipt => ({ ...receiptFor(key, "delivery-a"), state });
+
+describe("router receipt binding", () => {
+  it("moves the run's receipt forward only: a duplicated or reordered older receipt refreshes nothing", async () => {
+    expect((await store.bindReceipt(receipt("delivered"))).outcome).toBe("bound");
+    expect((await store.bindReceipt(receipt("started"))).outcome).toBe("refreshed");
+    expect((await store.bindReceipt(receipt("completed"))).outcome).toBe("refreshed");
+    expect((await store.bindReceipt(receipt("delivered"))).outcome).toBe("stale");
+    expect((await store.bindReceipt(receipt("started"))).outcome).toBe("stale");
+    expect((await store.bindReceipt(receipt("unknown"))).outcome).toBe("stale");
+    expect((await store.bindReceipt(receipt("completed"))).outcome).toBe("refreshed");
+    const run = await runOf(t, DEVICE, runId);
+    expect(run?.receiptState).toBe("completed");
+    expect(JSON.parse(run?.receipt ?? "{}")).toMatchObject({ state: "completed" });
+    expect(run?.state).toBe("pending");
+  });
+
+  it("still refuses a receipt naming another delivery as a conflict, whatever its state", async () => {
+    await store.bindReceipt(receipt("started"));
+    const other: Receipt = { ...receiptFor(key, "delivery-other"), state: "completed" };
+    expect((await store.bindReceipt(other)).outcome).toBe("conflict");
+    expect((await runOf(t, DEVICE, runId))?.receiptState).toBe("started");
+  });
+});
