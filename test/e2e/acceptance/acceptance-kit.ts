@@ -224,3 +224,22 @@ export async function boundDeliveries(probe: DeviceProbe, runIds: string[]): Pro
   );
   return runs.map((run) => run.deliveryId ?? "");
 }
+
+/** The value of one Prometheus sample on a service's /metrics (0 when the series does not exist yet). */
+export async function metricValue(
+  stack: E2EStack,
+  service: Parameters<E2EStack["url"]>[0],
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(`${stack.url(service)}/metrics`)).text();
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  const line = text
+    .split("\n")
+    .find(
+      (candidate) =>
+        (candidate.startsWith(`${name}{`) || candidate.startsWith(`${name} `)) &&
+        wanted.every((label) => candidate.includes(label)),
+    );
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
+}

@@ -51,3 +51,44 @@ export async function forgeHarnessResult(stack: E2EStack, forged: ForgedResult):
     .publish(stack.keys.key("h", "events"), forged.deviceId)
     .exec();
 }
+
+/**
+ * Appends copies of logged events of the device at the end of its Harness event log, in the given order: what a
+ * Harness that duplicates and reorders its stream would send. Returns the copied bodies' kinds.
+ */
+export async function reappendHarnessEvents(
+  stack: E2EStack,
+  deviceId: string,
+  eventIds: number[],
+): Promise<string[]> {
+  const base = stack.keys.harnessDevice(deviceId);
+  const kinds: string[] = [];
+  for (const eventId of eventIds) {
+    const body = await stack.redis.hget(`${base}:event-body`, String(eventId));
+    if (body === null) throw new Error(`event ${eventId} of ${deviceId} is not in the log`);
+    const copyId = await stack.redis.incr(`${base}:event-seq`);
+    await stack.redis
+      .multi()
+      .hset(`${base}:event-body`, copyId, body)
+      .zadd(`${base}:events`, copyId, copyId)
+      .exec();
+    kinds.push((JSON.parse(body) as { kind: string }).kind);
+  }
+  await stack.redis.publish(stack.keys.key("h", "events"), deviceId);
+  return kinds;
+}
+
+/** The device's logged events, oldest first: eventId and body. */
+export async function harnessEventLog(
+  stack: E2EStack,
+  deviceId: string,
+): Promise<{ eventId: number; kind: string; body: Record<string, unknown> }[]> {
+  const base = stack.keys.harnessDevice(deviceId);
+  const ids = await stack.redis.zrange(`${base}:events`, 0, -1);
+  if (ids.length === 0) return [];
+  const bodies = await stack.redis.hmget(`${base}:event-body`, ...ids);
+  return ids.map((id, index) => {
+    const body = JSON.parse(bodies[index] ?? "{}") as Record<string, unknown>;
+    return { eventId: Number(id), kind: String(body.kind), body };
+  });
+}
