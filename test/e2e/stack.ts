@@ -39,6 +39,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Redis to use (a private server for Redis-restart tests); the shared test Redis by default. */
   redisUrl?: string;
+  /** How long a service may take to become healthy/ready at start and after a restart (default 60 s). */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -56,6 +58,7 @@ export class E2EStack {
     readonly agents: Map<string, EngineSimAgent>,
     private readonly ports: Map<ServiceName, number>,
     private readonly env: Record<string, string>,
+    private readonly startTimeoutMs: number,
   ) {}
 
   static async start(options: StackOptions): Promise<E2EStack> {
@@ -92,7 +95,7 @@ export class E2EStack {
       PLAYBACK_RETRY_DELAY_MS: "200",
       ...options.env,
     };
-    const stack = new E2EStack(t, workDir, agents, ports, env);
+    const stack = new E2EStack(t, workDir, agents, ports, env, options.startTimeoutMs ?? 60_000);
     await Promise.all(SERVICE_NAMES.map((name) => stack.launch(name)));
     await stack.waitUntilReady();
     return stack;
@@ -156,7 +159,7 @@ export class E2EStack {
     await this.waitForHealth(name);
   }
 
-  async waitUntilReady(timeoutMs = 60_000): Promise<void> {
+  async waitUntilReady(timeoutMs = this.startTimeoutMs): Promise<void> {
     await Promise.all(SERVICE_NAMES.map((name) => this.waitForReady(name, timeoutMs)));
   }
 
@@ -176,7 +179,7 @@ export class E2EStack {
     await this.waitForHealth(name);
   }
 
-  private async waitForHealth(name: ServiceName, timeoutMs = 60_000): Promise<void> {
+  private async waitForHealth(name: ServiceName, timeoutMs = this.startTimeoutMs): Promise<void> {
     await this.poll(name, "/healthz", timeoutMs);
   }
 

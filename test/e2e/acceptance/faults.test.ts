@@ -26,6 +26,8 @@ let stack: E2EStack;
 beforeAll(async () => {
   stack = await E2EStack.start({
     label: "accept-faults",
+    // Two stacks boot at once on a small, busy machine: give each service more than the default minute.
+    startTimeoutMs: 180_000,
     // advanceRuntimes false: every engine process a restarted runner spawns plays the same answering script.
     agents: [
       {
@@ -48,7 +50,7 @@ beforeAll(async () => {
       },
     ],
   });
-}, 180_000);
+}, 300_000);
 afterAll(() => stack?.stop());
 
 async function device(deviceId: string, ack = true): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {

@@ -23,6 +23,8 @@ let stack: E2EStack;
 beforeAll(async () => {
   stack = await E2EStack.start({
     label: "accept-members",
+    // Two stacks boot at once on a small, busy machine: give each service more than the default minute.
+    startTimeoutMs: 180_000,
     agents: [
       {
         agentId: AGENTS.claudeSteer,
@@ -54,7 +56,7 @@ beforeAll(async () => {
       { agentId: AGENTS.codexCrash, protocol: "codex-app-server", scenario: "e2e-codex-crash-mid-turn" },
     ],
   });
-}, 180_000);
+}, 300_000);
 afterAll(() => stack?.stop());
 
 async function device(deviceId: string): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {

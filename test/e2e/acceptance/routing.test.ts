@@ -26,6 +26,8 @@ let stack: E2EStack;
 beforeAll(async () => {
   stack = await E2EStack.start({
     label: "accept-routing",
+    // Two stacks boot at once on a small, busy machine: give each service more than the default minute.
+    startTimeoutMs: 180_000,
     agents: [
       { agentId: AGENTS.held, protocol: "claude-stream-json", scenario: "claude-queued-to-next-turn" },
       { agentId: AGENTS.otherOwner, protocol: "claude-stream-json", scenario: "claude-answer-each-input" },
@@ -42,7 +44,7 @@ beforeAll(async () => {
       },
     ],
   });
-}, 180_000);
+}, 300_000);
 afterAll(() => stack?.stop());
 
 async function device(deviceId: string): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {
