@@ -1,5 +1,5 @@
-import { parseArgs } from "node:util";
 import { z } from "zod";
+import { parseToolArgs } from "../cli-args.js";
 
 export const protocolSchema = z.enum(["claude-stream-json", "codex-app-server"]);
 export type SimProtocol = z.infer<typeof protocolSchema>;
@@ -21,21 +21,16 @@ export const USAGE =
   "usage: engine-sim --protocol claude-stream-json|codex-app-server (--replay <transcript.ndjson> | --scenario <file>) [--state <file>] [--log-inputs <file>]";
 
 export function parseSimArgs(argv: string[]): SimArgs {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  return parseToolArgs(
+    argv,
+    {
       protocol: { type: "string" },
       replay: { type: "string" },
       scenario: { type: "string" },
       state: { type: "string" },
       "log-inputs": { type: "string" },
     },
-    strict: true,
-  });
-  const parsed = argsSchema.safeParse(values);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}\n${USAGE}`);
-  }
-  return parsed.data;
+    argsSchema,
+    USAGE,
+  );
 }

@@ -1,5 +1,5 @@
-import { parseArgs } from "node:util";
 import { z } from "zod";
+import { parseToolArgs } from "../cli-args.js";
 import { replyRouteSchema } from "../../libs/contract/lamp-wire.js";
 
 const count = z.coerce.number().int().nonnegative();
@@ -38,9 +38,9 @@ export const USAGE = [
 ].join("\n");
 
 export function parseLampSimArgs(argv: string[]): LampSimArgs {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  return parseToolArgs(
+    argv,
+    {
       url: { type: "string" },
       token: { type: "string" },
       say: { type: "string" },
@@ -57,12 +57,7 @@ export function parseLampSimArgs(argv: string[]): LampSimArgs {
       "slow-ms": { type: "string" },
       "exit-after": { type: "string" },
     },
-    strict: true,
-  });
-  const parsed = argsSchema.safeParse(values);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}\n${USAGE}`);
-  }
-  return parsed.data;
+    argsSchema,
+    USAGE,
+  );
 }
