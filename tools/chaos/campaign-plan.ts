@@ -93,8 +93,11 @@ export type FaultAction =
   | { kind: "lamp-no-ack"; deviceId: string; windowMs: number };
 export type FaultKind = FaultAction["kind"];
 
-/** Service and Redis faults run one after another on one track, Lamp faults on another, both mid-traffic. */
-export type FaultTrack = "infrastructure" | "lamp";
+/**
+ * Faults on one target (a service, Redis, one Lamp) run one after another; different targets are disturbed at the
+ * same time, so faults keep pace with the traffic and overlap (a service down while Redis restarts).
+ */
+export type FaultTrack = `service:${ServiceName}` | "redis" | `lamp:${string}`;
 
 export interface PlannedFault {
   index: number;
@@ -226,7 +229,9 @@ function faultAction(random: Prng, kind: FaultKind, devices: string[]): FaultAct
 }
 
 function trackOf(action: FaultAction): FaultTrack {
-  return action.kind === "kill-service" || action.kind === "restart-redis" ? "infrastructure" : "lamp";
+  if (action.kind === "kill-service") return `service:${action.service}`;
+  if (action.kind === "restart-redis") return "redis";
+  return `lamp:${action.deviceId}`;
 }
 
 function shuffle<T>(random: Prng, items: T[]): T[] {

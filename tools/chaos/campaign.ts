@@ -1,6 +1,7 @@
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
-import { E2EStack } from "../../test/e2e/stack.js";
+import { E2EStack, SERVICE_NAMES } from "../../test/e2e/stack.js";
 import { planCampaign, type CampaignPlan } from "./campaign-plan.js";
 import { ChaosLamp } from "./chaos-lamp.js";
 import { drain, type DrainOutcome } from "./drain.js";
@@ -18,6 +19,8 @@ export interface CampaignOptions {
   /** Upper bound of the wait for the system to settle after the faults stopped. */
   drainMaxMs: number;
   log: (line: string) => void;
+  /** Where to keep the service logs and every received playback.start for a post-mortem (none when absent). */
+  artifactsDir?: string;
 }
 
 export interface CampaignOutcome {
@@ -72,6 +75,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
         advanceRuntimes: false,
       })),
       env: CHAOS_ENV,
+      // 21 engines and eight services starting at once on two cores, with other suites running beside them.
+      startTimeoutMs: 180_000,
     });
     const running = stack;
     for (const deviceId of plan.devices)
@@ -109,10 +114,19 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
     };
   } finally {
     faults?.stopSupervising();
+    if (stack && options.artifactsDir) keepArtifacts(options.artifactsDir, stack, lamps);
     for (const lamp of lamps.values()) lamp.stop();
     await stack?.stop();
     await redisServer.stop();
     rmSync(redisServer.dir, { recursive: true, force: true });
     if (stack) rmSync(stack.workDir, { recursive: true, force: true });
   }
+}
+
+function keepArtifacts(dir: string, stack: E2EStack, lamps: Map<string, ChaosLamp>): void {
+  mkdirSync(join(dir, "services"), { recursive: true });
+  for (const name of SERVICE_NAMES)
+    writeFileSync(join(dir, "services", `${name}.log`), stack.process(name).log);
+  const received = [...lamps.values()].flatMap((lamp) => lamp.received);
+  writeFileSync(join(dir, "playbacks-received.ndjson"), received.map((p) => JSON.stringify(p)).join("\n"));
 }

@@ -67,25 +67,30 @@ export class ChaosLamp {
     this.current?.drop();
   }
 
-  /** Sends the voice request until the OS registers it; the same requestId every time, so one run. */
+  /**
+   * Sends the voice request until the OS registers it: the identical frame every time (same requestId, same
+   * content, as a real Lamp resends it), so the OS returns the one run it registered.
+   */
   async say(agentId: string, machineId: string, input: PlannedInput): Promise<RegisteredRun> {
     const requestId = randomUUID();
+    const request = {
+      type: "voice.request",
+      requestId,
+      agentId,
+      machineId,
+      text: input.text,
+      voiceTarget: {
+        id: input.voiceTargetId,
+        expiresAt: new Date(Date.now() + input.expiresInMs).toISOString(),
+      },
+      replyRoute: input.replyRoute,
+    };
     const deadline = Date.now() + SAY_DEADLINE_MS;
+    let lastFailure = "";
     for (let attempts = 1; ; attempts++) {
       const lamp = await this.connected();
       const earlier = new Set(lamp.frames);
-      lamp.send({
-        type: "voice.request",
-        requestId,
-        agentId,
-        machineId,
-        text: input.text,
-        voiceTarget: {
-          id: input.voiceTargetId,
-          expiresAt: new Date(Date.now() + input.expiresInMs).toISOString(),
-        },
-        replyRoute: input.replyRoute,
-      });
+      lamp.send(request);
       try {
         const frame = await lamp.waitForFrame(
           (candidate) =>
@@ -96,11 +101,15 @@ export class ChaosLamp {
         );
         const parsed = voiceRequestResultSchema.safeParse(frame);
         if (parsed.success) return { runId: parsed.data.runId, requestId, attempts };
-      } catch {
+        lastFailure = JSON.stringify(frame);
+      } catch (error) {
         // The connection ended or nothing came back: send the same request again.
+        lastFailure = error instanceof Error ? error.message.slice(0, 300) : String(error);
       }
       if (Date.now() > deadline)
-        throw new Error(`${this.deviceId}: voice.request ${requestId} never registered`);
+        throw new Error(
+          `${this.deviceId}: voice.request ${requestId} never registered (last: ${lastFailure})`,
+        );
       await sleep(RETRY_PAUSE_MS);
     }
   }

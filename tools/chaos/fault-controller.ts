@@ -43,8 +43,9 @@ export class FaultController {
 
   /** Runs the schedule; resolves when every fault has fired and ended. */
   async run(faults: PlannedFault[]): Promise<void> {
-    const track = (name: FaultTrack) => faults.filter((fault) => fault.track === name);
-    await Promise.all([this.runTrack(track("infrastructure")), this.runTrack(track("lamp"))]);
+    const tracks = new Map<FaultTrack, PlannedFault[]>();
+    for (const fault of faults) tracks.set(fault.track, [...(tracks.get(fault.track) ?? []), fault]);
+    await Promise.all([...tracks.values()].map((track) => this.runTrack(track)));
   }
 
   stopSupervising(): void {

@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { runCampaign } from "./campaign.js";
@@ -6,7 +7,7 @@ import { formatReport } from "./report.js";
 
 /**
  * `npm run chaos -- --results N --seed S [--results-per-fault K] [--agent-replicas R] [--drain-max-ms MS]
- *  [--json FILE]`
+ *  [--json FILE] [--out DIR]`  (DIR keeps the service logs and received playbacks; default .tmp/chaos/<seed>-<N>)
  * Exit 0 when every invariant holds, 1 when one fails, 2 on bad arguments or when the campaign itself broke.
  */
 const argsSchema = z.object({
@@ -17,6 +18,7 @@ const argsSchema = z.object({
   /** Engines per agent kind; by default 1 below 300 results, else 3 (more turns in flight). */
   "agent-replicas": z.coerce.number().int().min(1).max(10).optional(),
   json: z.string().min(1).optional(),
+  out: z.string().min(1).optional(),
 });
 
 async function main(): Promise<number> {
@@ -28,6 +30,7 @@ async function main(): Promise<number> {
       "drain-max-ms": { type: "string" },
       "agent-replicas": { type: "string" },
       json: { type: "string" },
+      out: { type: "string" },
     },
     strict: true,
   });
@@ -42,6 +45,7 @@ async function main(): Promise<number> {
     resultsPerFault: args.data["results-per-fault"],
     drainMaxMs: args.data["drain-max-ms"],
     agentReplicas: args.data["agent-replicas"] ?? (args.data.results < 300 ? 1 : 3),
+    artifactsDir: args.data.out ?? join(".tmp", "chaos", `${args.data.seed}-${args.data.results}`),
     log: (line) => console.error(`[chaos ${new Date().toISOString()}] ${line}`),
   });
   console.log(formatReport(outcome));

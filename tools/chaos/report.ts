@@ -18,6 +18,8 @@ export function formatReport(outcome: CampaignOutcome): string {
     "traffic",
     `  turns ${plan.turns.length}, inputs sent ${f.inputsSent} (fillers ${traffic.fillers}), ` +
       `turns not settled in time ${traffic.turnsTimedOut}, repeats asked ${traffic.repeatsAsked}`,
+    `  voice requests never registered by the OS ${traffic.unregistered.length}`,
+    ...traffic.unregistered.slice(0, 5).map((detail) => `    ${detail}`),
     "",
     "figures",
     `  results produced (Harness side)              ${f.resultsProduced} (group results ${f.groupResults})`,

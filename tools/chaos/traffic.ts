@@ -45,6 +45,8 @@ export interface SentInput {
 
 export interface TrafficFigures {
   inputs: SentInput[];
+  /** Voice requests the OS never answered within the Lamp's deadline (the turn was abandoned). */
+  unregistered: string[];
   turnsTimedOut: number;
   fillers: number;
   repeatsAsked: number;
@@ -59,7 +61,13 @@ const MAX_FILLERS = 2;
  * settle, so a steering pair reaches the engine as a pair); lanes run in parallel across agents and devices.
  */
 export class TrafficGenerator {
-  private readonly figures: TrafficFigures = { inputs: [], turnsTimedOut: 0, fillers: 0, repeatsAsked: 0 };
+  private readonly figures: TrafficFigures = {
+    inputs: [],
+    unregistered: [],
+    turnsTimedOut: 0,
+    fillers: 0,
+    repeatsAsked: 0,
+  };
   private readonly styles: Map<string, AnswerStyle>;
 
   constructor(
@@ -83,7 +91,10 @@ export class TrafficGenerator {
     for (const turn of turns) {
       this.progress.turnStarted();
       const sent: SentInput[] = [];
-      for (const input of turn.inputs) sent.push(await this.send(turn, input, false));
+      for (const input of turn.inputs) {
+        const one = await this.send(turn, input, false);
+        if (one) sent.push(one);
+      }
       if (await this.settled(sent, TURN_SETTLE_MS)) {
         if (turn.askRepeat) await this.askRepeat(turn, sent);
         continue;
@@ -106,14 +117,22 @@ export class TrafficGenerator {
         true,
       );
       this.figures.fillers++;
-      open.push(filler);
+      if (filler) open.push(filler);
       if (await this.settled(open, FILLER_SETTLE_MS)) return;
     }
   }
 
-  private async send(turn: PlannedTurn, input: PlannedInput, filler: boolean): Promise<SentInput> {
+  private async send(
+    turn: PlannedTurn,
+    input: PlannedInput,
+    filler: boolean,
+  ): Promise<SentInput | undefined> {
     const lamp = this.lamp(turn.deviceId);
-    const run = await lamp.say(turn.agentId, MACHINE, input);
+    const run = await lamp.say(turn.agentId, MACHINE, input).catch((error: unknown) => {
+      this.figures.unregistered.push(error instanceof Error ? error.message : String(error));
+      return undefined;
+    });
+    if (!run) return undefined;
     const sent: SentInput = {
       deviceId: turn.deviceId,
       agentId: turn.agentId,
