@@ -12,6 +12,7 @@ import { errorMessage } from "../../libs/streams/stream-consumer.js";
 import { deviceGatewayConfigSchema } from "./config.js";
 import { LampConnections } from "./lamp-connections.js";
 import { LampFrames } from "./lamp-frames.js";
+import { DeliveredPlaybacks } from "./delivered-playbacks.js";
 import { registerOsApi } from "./os-api.js";
 import { principalOf } from "./principal.js";
 import { ReceiptWaiters } from "./receipt-waiters.js";
@@ -21,6 +22,7 @@ import { StreamTail } from "./stream-tail.js";
 function metricsOf(registry: Registry) {
   const frames = registry.getSingleMetric("os_lamp_frames_total");
   const sockets = registry.getSingleMetric("os_lamp_sockets");
+  const duplicates = registry.getSingleMetric("os_lamp_duplicate_deliveries_total");
   return {
     frames:
       frames instanceof Counter
@@ -35,6 +37,14 @@ function metricsOf(registry: Registry) {
       sockets instanceof Gauge
         ? sockets
         : new Gauge({ name: "os_lamp_sockets", help: "Open Lamp WebSockets", registers: [registry] }),
+    duplicates:
+      duplicates instanceof Counter
+        ? duplicates
+        : new Counter({
+            name: "os_lamp_duplicate_deliveries_total",
+            help: "playback.start delivery entries refused because this instance already delivered that playbackId",
+            registers: [registry],
+          }),
   };
 }
 
@@ -75,12 +85,21 @@ export const deviceGatewayService: ServiceDefinition = {
       deliver: (reply) => waiters.deliver(reply),
     });
     const delivery = LAMP_STREAMS.lampDelivery(instanceId);
+    const delivered = new DeliveredPlaybacks();
     const deliveryTail = new StreamTail({
       reader: ctx.connections.blocking(delivery.name),
       streamKey: ctx.keys.stream(delivery.name),
       schema: delivery.schema,
       log: ctx.log,
       deliver: ({ deviceId, frame }) => {
+        if (!delivered.firstDelivery(frame.playbackId)) {
+          metrics.duplicates.inc();
+          ctx.log.warn(
+            { deviceId, playbackId: frame.playbackId },
+            "duplicate playback.start delivery refused",
+          );
+          return;
+        }
         const sent = connections.send(deviceId, frame);
         ctx.log.info({ deviceId, playbackId: frame.playbackId, sockets: sent }, "playback.start delivered");
       },
