@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createMetricsRegistry } from "../metrics/registry.js";
-import { StreamConsumer, type StreamConsumerSettings } from "./stream-consumer.js";
+import { StreamConsumer, type StreamConsumerSettings, type StreamEntry } from "./stream-consumer.js";
 import { appendToStream } from "./stream-writer.js";
 import { TsProcess } from "../../test/helpers/child-process.js";
 import { createTestRedis, testLog, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
@@ -29,8 +29,16 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-function consumerOf(name: string, handle: (id: string) => Promise<void>, settings = fast) {
+type Job = StreamEntry<{ businessId: string }>;
+
+function consumerOf(
+  name: string,
+  handle: (id: string) => Promise<void>,
+  settings = fast,
+  handleBatch?: (entries: Job[]) => Promise<Job[]>,
+) {
   const consumer = new StreamConsumer({
+    ...(handleBatch ? { handleBatch } : {}),
     connections: t.connections,
     keys: t.keys,
     stream,
@@ -186,5 +194,83 @@ describe("stream consumer", () => {
     expect(await child.kill("SIGTERM")).toBe(0);
     expect(child.log).toContain("consumer-drained");
     expect(await pendingCount()).toBe(0);
+  });
+
+  it("hands each read batch to the batch handler and acks all its entries", async () => {
+    const ids = await addJobs(25);
+    const batchSizes: number[] = [];
+    let individualCalls = 0;
+    await consumerOf(
+      "c1",
+      async () => void (individualCalls += 1),
+      fast,
+      async (entries) => {
+        batchSizes.push(entries.length);
+        for (const { payload } of entries) await idempotentHandler("c1")(payload.businessId);
+        return [];
+      },
+    ).start();
+    expect(await waitFor(doneCount, (n) => n === ids.length)).toBe(25);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+    expect(batchSizes.reduce((sum, size) => sum + size, 0)).toBe(25);
+    expect(Math.max(...batchSizes)).toBe(fast.batchSize);
+    expect(individualCalls).toBe(0);
+  });
+
+  it("hands the entries a batch handler left undone to the per-entry handler, once each", async () => {
+    await addJobs(6);
+    const individually: string[] = [];
+    await consumerOf(
+      "c1",
+      async (businessId) => {
+        individually.push(businessId);
+        await idempotentHandler("c1")(businessId);
+      },
+      fast,
+      async (entries) => {
+        const undone = entries.filter(({ payload }) => payload.businessId.endsWith("3"));
+        for (const { payload } of entries)
+          if (!payload.businessId.endsWith("3")) await idempotentHandler("c1")(payload.businessId);
+        return undone;
+      },
+    ).start();
+    expect(await waitFor(doneCount, (n) => n === 6)).toBe(6);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+    expect(individually).toEqual(["job-3"]);
+  });
+
+  it("falls back to per-entry handling when the batch handler fails: a poison entry dead-letters only itself", async () => {
+    for (const businessId of ["job-0", "job-1", "poison", "job-2", "job-3"])
+      await appendToStream(t.redis, t.keys, stream, { businessId });
+    let batchCalls = 0;
+    let poisonAttempts = 0;
+    await consumerOf(
+      "c1",
+      async (businessId) => {
+        if (businessId === "poison") {
+          poisonAttempts += 1;
+          throw new Error("engine exploded");
+        }
+        await idempotentHandler("c1")(businessId);
+      },
+      fast,
+      async () => {
+        batchCalls += 1;
+        throw new Error("batch failed");
+      },
+    ).start();
+    const dead = await waitFor(
+      () => t.redis.xrange(t.keys.deadLetter(stream.name), "-", "+"),
+      (entries) => entries.length === 1,
+    );
+    const fields = dead[0]?.[1] ?? [];
+    expect(JSON.parse(fields[1] ?? "")).toEqual({ businessId: "poison" });
+    expect(fields[fields.indexOf("error") + 1]).toBe("engine exploded");
+    expect(fields[fields.indexOf("deliveries") + 1]).toBe("3");
+    expect(poisonAttempts).toBe(3);
+    expect(await waitFor(doneCount, (n) => n === 4)).toBe(4);
+    expect(await waitFor(pendingCount, (n) => n === 0)).toBe(0);
+    expect(batchCalls).toBeGreaterThanOrEqual(3);
+    expect(Number(await t.redis.get(t.keys.key("attempts", "job-0")))).toBe(1);
   });
 });

@@ -33,6 +33,13 @@ export interface StreamConsumerOptions<S extends z.ZodType> {
   metrics: Registry;
   /** Must make its state change and downstream emit durable before returning; the entry is acked afterwards. */
   handle: (entry: StreamEntry<z.infer<S>>) => Promise<void>;
+  /**
+   * Optional: handles a whole read batch of valid entries at once (poison and over-delivered entries are
+   * dead-lettered first). Same durability contract as `handle`; returns the entries it left undone, which go
+   * through `handle` one by one after the rest is acked. If it throws, the whole batch goes through `handle`, so
+   * retry counting and dead-lettering stay per entry.
+   */
+  handleBatch?: (entries: StreamEntry<z.infer<S>>[]) => Promise<StreamEntry<z.infer<S>>[]>;
 }
 
 type RawEntry = [id: string, fields: string[]];
@@ -109,7 +116,7 @@ export class StreamConsumer<S extends z.ZodType> {
           pendingCursor = undefined;
           continue;
         }
-        const failures = await this.handleBatch(entries, reading !== ">");
+        const failures = await this.handleRead(entries, reading !== ">");
         if (pendingCursor !== undefined) pendingCursor = entries.at(-1)?.[0];
         if (failures > 0) {
           pendingCursor = "0";
@@ -162,18 +169,60 @@ export class StreamConsumer<S extends z.ZodType> {
     const claimed = (reply[1] ?? []).filter((entry) => entry[1] !== null);
     if (claimed.length > 0) {
       this.options.log.info({ consumer: this.name, count: claimed.length }, "reclaimed stale entries");
-      await this.handleBatch(claimed, true);
+      await this.handleRead(claimed, true);
     }
   }
 
-  private async handleBatch(entries: RawEntry[], redelivered: boolean): Promise<number> {
+  private async handleRead(entries: RawEntry[], redelivered: boolean): Promise<number> {
     const deliveries = redelivered ? await this.deliveryCounts(entries) : new Map<string, number>();
+    const individually = this.options.handleBatch
+      ? await this.handleAsBatch(this.options.handleBatch, entries, deliveries)
+      : entries;
     let failures = 0;
-    for (const [id, fields] of entries) {
+    for (const [id, fields] of individually) {
       const ok = await this.handleEntry(id, fields, deliveries.get(id) ?? 1);
       if (!ok) failures += 1;
     }
     return failures;
+  }
+
+  /** Returns the entries still to be handled one by one: those the batch handler left undone, or all on failure. */
+  private async handleAsBatch(
+    handleBatch: NonNullable<StreamConsumerOptions<S>["handleBatch"]>,
+    entries: RawEntry[],
+    deliveries: Map<string, number>,
+  ): Promise<RawEntry[]> {
+    const ready: { raw: RawEntry; entry: StreamEntry<z.infer<S>> }[] = [];
+    for (const raw of entries) {
+      const [id, fields] = raw;
+      const count = deliveries.get(id) ?? 1;
+      const payload = fieldValue(fields, PAYLOAD_FIELD);
+      const parsed = parsePayload(this.options.stream.schema, payload);
+      if (!parsed.ok) await this.deadLetter(id, payload, `INVALID_PAYLOAD: ${parsed.error}`, count);
+      else if (count > this.options.settings.maxDeliveries)
+        await this.deadLetter(id, payload, this.lastErrors.get(id) ?? "MAX_DELIVERIES: exceeded", count);
+      else ready.push({ raw, entry: { id, payload: parsed.value, deliveries: count } });
+    }
+    if (ready.length === 0) return [];
+    const labels = { stream: this.options.stream.name, group: this.options.group };
+    const stopTimer = this.metrics.duration.startTimer(labels);
+    try {
+      const undone = new Set((await handleBatch(ready.map(({ entry }) => entry))).map(({ id }) => id));
+      const done = ready.filter(({ entry }) => !undone.has(entry.id)).map(({ entry }) => entry.id);
+      if (done.length > 0)
+        await this.options.connections.command.xack(this.streamKey, this.options.group, ...done);
+      for (const id of done) this.lastErrors.delete(id);
+      this.metrics.processed.inc(labels, done.length);
+      return ready.filter(({ entry }) => undone.has(entry.id)).map(({ raw }) => raw);
+    } catch (error) {
+      this.options.log.warn(
+        { consumer: this.name, count: ready.length, err: errorMessage(error) },
+        "stream batch handler failed; handling its entries one by one",
+      );
+      return ready.map(({ raw }) => raw);
+    } finally {
+      stopTimer();
+    }
   }
 
   private async handleEntry(id: string, fields: string[], deliveries: number): Promise<boolean> {

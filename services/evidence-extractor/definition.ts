@@ -5,6 +5,7 @@ import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { limitsOf, parseEvidenceExtractorConfig } from "./config.js";
 import { EvidenceStore } from "./evidence-store.js";
 import { createExtractorMetrics } from "./extractor-metrics.js";
+import { RecordBatch } from "./record-batch.js";
 import { RecordProcessor } from "./record-processor.js";
 
 export const EVIDENCE_EXTRACTOR_GROUP = "evidence-extractor";
@@ -20,12 +21,16 @@ export const evidenceExtractorService: ServiceDefinition = {
     const redis = ctx.connections.command;
     // We produce harness.evidence: its consumer group exists before our first entry (DESIGN §2).
     await ensureConsumerGroup(redis, ctx.keys.stream(STREAMS.harnessEvidence.name), "result-producer");
+    const store = new EvidenceStore(redis, ctx.keys, config.EVIDENCE_BINDING_RETENTION_MS);
+    const limits = limitsOf(config);
+    const metrics = createExtractorMetrics(ctx.metrics);
     const processor = new RecordProcessor({
-      store: new EvidenceStore(redis, ctx.keys, config.EVIDENCE_BINDING_RETENTION_MS),
-      limits: limitsOf(config),
+      store,
+      limits,
       orderWaitMs: config.EVIDENCE_ORDER_WAIT_MS,
-      metrics: createExtractorMetrics(ctx.metrics),
+      metrics,
     });
+    const batch = new RecordBatch({ store, limits, metrics });
     const consumer = new StreamConsumer({
       connections: ctx.connections,
       keys: ctx.keys,
@@ -36,6 +41,7 @@ export const evidenceExtractorService: ServiceDefinition = {
       log: ctx.log,
       metrics: ctx.metrics,
       handle: (entry) => processor.process(entry.payload),
+      handleBatch: (entries) => batch.process(entries),
     });
     await consumer.start();
     ctx.health.addLiveness("evidence-extractor", () => consumer.isAlive());
