@@ -16,7 +16,7 @@ export interface HostedServices {
 
 /**
  * Runs one or more services in this process behind one HTTP port: configuration is checked for all of them before
- * anything starts, and SIGTERM/SIGINT drain them in reverse order (stop reading, finish in-flight work, exit).
+ * anything starts, and SIGTERM/SIGINT drain them together (stop reading, finish in-flight work, exit).
  */
 export async function hostServices(
   processName: string,
@@ -57,7 +57,8 @@ export async function hostServices(
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
-      for (const service of [...running].reverse()) await service.stop();
+      // Services only meet through Redis, so they drain side by side: a stop costs one blocking read, not eight.
+      await Promise.all(running.map((service) => service.stop()));
       await http.close();
       await connections.close();
       health.close();

@@ -1,7 +1,7 @@
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { ServiceDefinition } from "../../libs/service/service-context.js";
-import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { loadAgentsFile } from "./agents-file.js";
 import { engineRunnerEnvSchema } from "./config.js";
 import { DeliveryMarkers } from "./delivery-marker.js";
@@ -50,19 +50,11 @@ export const engineRunnerService: ServiceDefinition = {
     }
 
     const router = new DispatchRouter(machineId, hosted, metrics);
-    const consumer = new StreamConsumer({
-      connections: ctx.connections,
-      keys: ctx.keys,
+    const consumer = await startServiceConsumer(ctx, {
       stream: STREAMS.harnessDispatch,
       group: `engine-runner.${machineId}`,
-      consumer: ctx.consumerName,
-      settings: ctx.consumerSettings,
-      log: ctx.log,
-      metrics: ctx.metrics,
       handle: (entry) => router.handle(entry.payload),
     });
-    await consumer.start();
-    ctx.health.addLiveness(consumer.name, () => consumer.isAlive());
     ctx.health.addReadiness("agents", async () => [...hosted.values()].every((agent) => agent.isRunning()));
     ctx.log.info({ machineId, agents: [...hosted.keys()] }, "engine-runner hosting agents");
 

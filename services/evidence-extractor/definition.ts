@@ -1,6 +1,6 @@
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { ServiceDefinition } from "../../libs/service/service-context.js";
-import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { limitsOf, parseEvidenceExtractorConfig } from "./config.js";
 import { EvidenceStore } from "./evidence-store.js";
@@ -31,21 +31,12 @@ export const evidenceExtractorService: ServiceDefinition = {
       metrics,
     });
     const batch = new RecordBatch({ store, limits, metrics });
-    const consumer = new StreamConsumer({
-      connections: ctx.connections,
-      keys: ctx.keys,
+    const consumer = await startServiceConsumer(ctx, {
       stream: STREAMS.engineRecords,
       group: EVIDENCE_EXTRACTOR_GROUP,
-      consumer: ctx.consumerName,
-      settings: ctx.consumerSettings,
-      log: ctx.log,
-      metrics: ctx.metrics,
       handle: (entry) => processor.process(entry.payload),
       handleBatch: (entries) => batch.process(entries),
     });
-    await consumer.start();
-    ctx.health.addLiveness("evidence-extractor", () => consumer.isAlive());
-    ctx.health.addReadiness("evidence-extractor-group", () => consumer.groupExists());
     return { stop: () => consumer.stop() };
   },
 };

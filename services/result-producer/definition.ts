@@ -2,7 +2,7 @@ import { Counter } from "prom-client";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { ServiceDefinition } from "../../libs/service/service-context.js";
-import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { InstanceIdentity } from "../harness-gateway/store/instance-identity.js";
 import { producerEnvSchema } from "./config.js";
 import { DeviceLedger } from "./device-ledger.js";
@@ -37,20 +37,11 @@ export const resultProducerService: ServiceDefinition = {
         registers: [ctx.metrics],
       }),
     });
-    const consumer = new StreamConsumer({
-      connections: ctx.connections,
-      keys: ctx.keys,
+    const consumer = await startServiceConsumer(ctx, {
       stream: STREAMS.harnessEvidence,
       group: RESULT_PRODUCER_GROUP,
-      consumer: ctx.consumerName,
-      settings: ctx.consumerSettings,
-      log: ctx.log,
-      metrics: ctx.metrics,
       handle: (entry) => handler.handle(entry.payload),
     });
-    await consumer.start();
-    ctx.health.addLiveness("result-producer", () => consumer.isAlive());
-    ctx.health.addReadiness("result-producer-group", () => consumer.groupExists());
     return { stop: () => consumer.stop() };
   },
 };

@@ -2,7 +2,7 @@ import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { Failpoint } from "../../libs/os-store/failpoint.js";
 import type { ServiceDefinition } from "../../libs/service/service-context.js";
-import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { runResolverConfigSchema } from "./config.js";
 import { ResultResolution } from "./result-resolution.js";
@@ -22,20 +22,11 @@ export const runResolverService: ServiceDefinition = {
     const resolution = new ResultResolution(redis, ctx.keys, failpoint, ctx.log, ctx.metrics);
     // The downstream group exists before the first emit, so nothing we emit precedes its consumer's cursor.
     await ensureConsumerGroup(redis, ctx.keys.stream(STREAMS.osResolved.name), "tts-dispatcher");
-    const consumer = new StreamConsumer({
-      connections: ctx.connections,
-      keys: ctx.keys,
+    const consumer = await startServiceConsumer(ctx, {
       stream: STREAMS.osRouted,
       group: RUN_RESOLVER_GROUP,
-      consumer: ctx.consumerName,
-      settings: ctx.consumerSettings,
-      log: ctx.log,
-      metrics: ctx.metrics,
       handle: ({ payload }) => resolution.apply(payload),
     });
-    await consumer.start();
-    ctx.health.addLiveness("os.routed/run-resolver", () => consumer.isAlive());
-    ctx.health.addReadiness("os.routed/run-resolver", () => consumer.groupExists());
     return { stop: () => consumer.stop() };
   },
 };

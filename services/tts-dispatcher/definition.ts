@@ -1,8 +1,8 @@
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { parseConfig } from "../../libs/config/load-config.js";
-import type { ServiceContext, ServiceDefinition } from "../../libs/service/service-context.js";
-import { StreamConsumer } from "../../libs/streams/stream-consumer.js";
+import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ttsDispatcherEnvSchema } from "./config.js";
 import { LampEventHandler } from "./lamp-event-handler.js";
 import { PlaybackQueue } from "./playback/playback-queue.js";
@@ -21,7 +21,7 @@ export const ttsDispatcherService: ServiceDefinition = {
   checkConfig(env) {
     parseConfig(ttsDispatcherEnvSchema, env);
   },
-  async start(ctx: ServiceContext) {
+  async start(ctx) {
     const config = parseConfig(ttsDispatcherEnvSchema, ctx.env);
     const metrics = TtsMetrics.of(ctx.metrics);
     const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
@@ -62,24 +62,17 @@ export const ttsDispatcherService: ServiceDefinition = {
       crashAt: config.crashAt,
     });
     const consumers = [
-      new StreamConsumer({
-        ...consumerBasics(ctx),
+      await startServiceConsumer(ctx, {
         stream: STREAMS.osResolved,
         group: RESOLVED_GROUP,
         handle: (entry) => dispatcher.dispatch(entry.payload),
       }),
-      new StreamConsumer({
-        ...consumerBasics(ctx),
+      await startServiceConsumer(ctx, {
         stream: LAMP_STREAMS.lampEvents,
         group: LAMP_EVENTS_GROUP,
         handle: (entry) => lampEvents.handle(entry.payload),
       }),
     ];
-    for (const consumer of consumers) {
-      await consumer.start();
-      ctx.health.addLiveness(consumer.name, () => consumer.isAlive());
-      ctx.health.addReadiness(consumer.name, () => consumer.groupExists());
-    }
     worker.start();
     ctx.health.addLiveness("lamp-playback/worker", () => worker.isRunning());
     return {
@@ -91,14 +84,3 @@ export const ttsDispatcherService: ServiceDefinition = {
     };
   },
 };
-
-function consumerBasics(ctx: ServiceContext) {
-  return {
-    connections: ctx.connections,
-    keys: ctx.keys,
-    consumer: ctx.consumerName,
-    settings: ctx.consumerSettings,
-    log: ctx.log,
-    metrics: ctx.metrics,
-  };
-}
