@@ -1,8 +1,8 @@
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { asFrame, contentText, list, parseFrame, text, timestampMs, type Frame } from "./frame.js";
-import { advanceClock, fingerprintCandidates } from "./fingerprint.js";
+import { asFrame, contentText, list, text, type Frame } from "./frame.js";
+import { fingerprintCandidates, readTranscriptRow } from "./fingerprint.js";
 
 /**
  * Claude Code interactive transcript JSONL (tail mode). The boundary is a main-chain assistant row with
@@ -42,9 +42,8 @@ export function claudeTranscriptRow(
   limits: EvidenceLimits,
   step: StepOutput,
 ): void {
-  const row = parseFrame(raw);
-  if (!row) return step.ignore("unparseable_row");
-  format.highWaterMs = advanceClock(format.highWaterMs, timestampMs(row.timestamp));
+  const row = readTranscriptRow(format, raw, step);
+  if (!row) return;
   if (row.isSidechain === true) return;
   const kind = rowKind(row);
   if (!kind) return;

@@ -1,8 +1,8 @@
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { asFrame, contentText, parseFrame, strings, text, timestampMs, type Frame } from "./frame.js";
-import { advanceClock, fingerprintCandidates } from "./fingerprint.js";
+import { asFrame, contentText, strings, text, type Frame } from "./frame.js";
+import { fingerprintCandidates, readTranscriptRow } from "./fingerprint.js";
 
 /**
  * Codex rollout JSONL (tail mode). A user `response_item` message whose passthrough metadata has a `turn_id` and the
@@ -28,9 +28,8 @@ export function codexRolloutRow(
   limits: EvidenceLimits,
   step: StepOutput,
 ): void {
-  const row = parseFrame(raw);
-  if (!row) return step.ignore("unparseable_row");
-  format.highWaterMs = advanceClock(format.highWaterMs, timestampMs(row.timestamp));
+  const row = readTranscriptRow(format, raw, step);
+  if (!row) return;
   const payload = asFrame(row.payload);
   if (!payload) return;
   if (row.type === "response_item" && payload.type === "message" && payload.role === "user")

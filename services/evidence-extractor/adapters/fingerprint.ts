@@ -1,5 +1,7 @@
 import { sha256Hex } from "../../../libs/contract/canonical-json.js";
 import type { EvidenceLimits, OpenInput, RuntimeState } from "../runtime-state.js";
+import type { StepOutput } from "../step-output.js";
+import { parseFrame, timestampMs, type Frame } from "./frame.js";
 
 /** Prompt hash over normalised text (Unicode NFC, whitespace collapsed, trimmed); never the text itself. */
 export function promptFingerprint(prompt: string): string {
@@ -17,8 +19,26 @@ export interface RowPosition {
  * effective time is the highest timestamp seen at or before its position in the file, so a late-written row with
  * an early stamp still sits after everything the file showed before it.
  */
-export function advanceClock(highWaterMs: number, rowMs: number | undefined): number {
+function advanceClock(highWaterMs: number, rowMs: number | undefined): number {
   return rowMs === undefined ? highWaterMs : Math.max(highWaterMs, rowMs);
+}
+
+/**
+ * Reads one transcript row (Claude session JSONL or Codex rollout) and moves the format's clock to it; an
+ * unparseable row is counted as ignored and gives undefined.
+ */
+export function readTranscriptRow(
+  format: { highWaterMs: number },
+  raw: string,
+  step: StepOutput,
+): Frame | undefined {
+  const row = parseFrame(raw);
+  if (!row) {
+    step.ignore("unparseable_row");
+    return undefined;
+  }
+  format.highWaterMs = advanceClock(format.highWaterMs, timestampMs(row.timestamp));
+  return row;
 }
 
 /**
