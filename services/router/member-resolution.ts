@@ -48,9 +48,10 @@ async function findMember(
   const byKey = await store.runIdByKey(member.idempotencyKey);
   const run = byKey === null ? undefined : await store.run(byKey);
   if (!run) return reject("UNKNOWN_MEMBER", `no run of this device has key ${member.idempotencyKey}`);
-  if (run.deliveryId !== undefined)
-    return reject("DELIVERY_MISMATCH", `key ${member.idempotencyKey} is bound to another delivery`);
-  return { found: "unbound", run };
+  if (run.deliveryId === undefined) return { found: "unbound", run };
+  // The receipt may have bound between the two reads: the run record, read last, is the truth.
+  if (run.deliveryId === member.deliveryId) return { found: "run", run };
+  return reject("DELIVERY_MISMATCH", `key ${member.idempotencyKey} is bound to another delivery`);
 }
 
 function mismatchOf(
