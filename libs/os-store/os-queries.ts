@@ -1,12 +1,16 @@
 import type { Redis } from "ioredis";
 import type { Keyspace } from "../redis/keyspace.js";
+import { heldResultSchema, heldResultView } from "./held-result.js";
 import { OsDeviceKeys } from "./os-keys.js";
 import { parseResultRecord, protocolErrorRecordSchema, rejectionRecordSchema } from "./result-record.js";
 import { parseRunRecord, type RunRecord, type RunState } from "./run-record.js";
 
 const MAX_LISTED = 200;
 
-/** Read side of the OS store for the query API: runs, results with their outbox state, rejections, protocol errors. */
+/**
+ * Read side of the OS store for the query API: runs, results with their outbox state, results held for receipts,
+ * rejections, protocol errors.
+ */
 export class OsQueries {
   constructor(
     private readonly redis: Redis,
@@ -53,6 +57,15 @@ export class OsQueries {
       storedAt: new Date(result.storedAt).toISOString(),
       playback: Object.keys(playback).length === 0 ? null : { ...playback, reason: playback.reason ?? null },
     };
+  }
+
+  /** Oldest first: the result held longest is the one an operator looks at. */
+  async heldResults(deviceId: string) {
+    const held = await this.redis.hgetall(new OsDeviceKeys(this.keys, deviceId).waiting);
+    return Object.entries(held)
+      .map(([id, json]) => heldResultView(id, heldResultSchema.parse(JSON.parse(json))))
+      .sort((a, b) => a.heldAt.localeCompare(b.heldAt))
+      .slice(0, MAX_LISTED);
   }
 
   async rejections(deviceId: string) {

@@ -72,6 +72,12 @@ export function registerOsApi(http: FastifyInstance, queries: OsQueries, secret:
     return result ?? fail(reply, 404, "NOT_FOUND", "no such result");
   });
 
+  http.get("/v1/held-results", async (request, reply) => {
+    const deviceId = await deviceFor(request, reply);
+    if (!deviceId) return reply;
+    return { deviceId, heldResults: await queries.heldResults(deviceId) };
+  });
+
   http.get("/v1/rejections", async (request, reply) => {
     const deviceId = await deviceFor(request, reply);
     if (!deviceId) return reply;

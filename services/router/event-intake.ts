@@ -5,6 +5,7 @@ import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/h
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Failpoint } from "../../libs/os-store/failpoint.js";
+import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-result.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { resolveLegacySummary } from "./legacy-summary.js";
@@ -22,18 +23,6 @@ const envelopeSchema = z.looseObject({
   machineId: z.string().min(1).optional(),
   kind: z.string().min(1),
   payload: z.record(z.string(), z.unknown()),
-});
-
-/** A result held in `B:waiting` until its members' receipts bind. */
-const waitingEntrySchema = z.strictObject({
-  frame: z.record(z.string(), z.unknown()),
-  origin: z.strictObject({
-    transportInstanceId: z.string(),
-    eventId: z.number().int(),
-    agentId: z.string(),
-    machineId: z.string().optional(),
-    kind: z.string(),
-  }),
 });
 
 export interface IntakeHooks {
@@ -92,7 +81,7 @@ export class EventIntake {
   /** Re-evaluates every held result (after a receipt bound, and when a session starts). */
   async reevaluateWaiting(): Promise<void> {
     for (const [field, json] of await this.store.waiting()) {
-      const entry = waitingEntrySchema.parse(JSON.parse(json));
+      const entry = heldResultSchema.parse(JSON.parse(json));
       const verdict = await this.evaluate(entry.frame, entry.origin);
       if (verdict.verdict !== "wait") await this.apply(verdict, entry.frame, entry.origin, undefined, field);
     }
@@ -126,7 +115,9 @@ export class EventIntake {
       return staged();
     }
     if (verdict.verdict === "wait") {
-      const waitingJson = JSON.stringify({ frame, origin });
+      if (!origin) throw new Error("a held result needs its transport origin");
+      const held: HeldResult = { frame, origin, heldAt: Date.now() };
+      const waitingJson = JSON.stringify(held);
       await this.store.stage({ action: "wait", waitingField: identity, waitingJson }, move);
       return staged();
     }

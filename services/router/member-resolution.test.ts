@@ -46,7 +46,12 @@ beforeEach(async () => {
 });
 afterEach(() => t.cleanup());
 
-const origin: EventOrigin = { transportInstanceId: "transport", eventId: 7, agentId: AGENT, kind: "turn.result" };
+const origin: EventOrigin = {
+  transportInstanceId: "transport",
+  eventId: 7,
+  agentId: AGENT,
+  kind: "turn.result",
+};
 const claimFor = (deliveryId: string): ResultClaim => ({
   wireKind: "turn.result",
   serverInstanceId: ORIGIN,

@@ -88,6 +88,7 @@ function requestArbitrary() {
     fc.constantFrom(
       "/v1/runs",
       "/v1/rejections",
+      "/v1/held-results",
       "/v1/protocol-errors",
       "/v1/results",
       "/v1/runs/",

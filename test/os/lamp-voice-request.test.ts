@@ -289,6 +289,10 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     expect((await get("/v1/runs?state=weird")).status).toBe(400);
     expect((await get("/v1/runs?deviceId=lamp-other")).status).toBe(403);
     expect(await get("/v1/rejections").then((r) => r.json())).toEqual({ deviceId: DEVICE, rejections: [] });
+    expect(await get("/v1/held-results").then((r) => r.json())).toEqual({
+      deviceId: DEVICE,
+      heldResults: [],
+    });
     expect(await get("/v1/protocol-errors").then((r) => r.json())).toEqual({
       deviceId: DEVICE,
       protocolErrors: [],

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { OsQueries } from "../../libs/os-store/os-queries.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
@@ -225,9 +226,24 @@ describe("router: reordered delivery", () => {
       () => peer.framesOf(DEVICE, "turn.send").length,
       (n) => n >= 1,
     );
-    await push(resultEvent({ resultId: "r-c", members: [["delivery-key-C", "key-C"]] }));
+    const held = resultEvent({ resultId: "r-c", members: [["delivery-key-C", "key-C"]] });
+    await push(held);
+    await push({ ...held, eventId: held.eventId + 500 }); // replayed (after a resync): the first entry stays
     expect(await statesOf(t, DEVICE, { C: runs.C })).toEqual({ C: "pending" });
-    expect(await t.redis.hlen(new OsDeviceKeys(t.keys, DEVICE).waiting)).toBe(1);
+    const queries = new OsQueries(t.redis, t.keys);
+    expect(await queries.heldResults(DEVICE)).toEqual([
+      {
+        id: expect.any(String),
+        kind: "turn.result",
+        agentId: "agent-fixture",
+        transportInstanceId: "transport-instance",
+        eventId: held.eventId,
+        resultId: "r-c",
+        serverInstanceId: "originating-instance",
+        idempotencyKeys: ["key-C"],
+        heldAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      },
+    ]);
     await push({
       type: "event",
       kind: "receipt.updated",
@@ -242,7 +258,7 @@ describe("router: reordered delivery", () => {
       (s) => s.C === "resolved",
     );
     expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "pending", B: "pending", C: "resolved" });
-    expect(await t.redis.hlen(new OsDeviceKeys(t.keys, DEVICE).waiting)).toBe(0);
+    expect(await queries.heldResults(DEVICE)).toEqual([]);
     expect(await streamLength(t, STREAMS.osResolved.name)).toBe(1);
   });
 

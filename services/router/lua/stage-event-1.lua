@@ -16,7 +16,8 @@ if action == 'reject' and redis.call('SISMEMBER', base .. ':rejections-ids', ARG
   recorded = 1
 end
 if action == 'wait' then
-  redis.call('HSET', base .. ':waiting', waitingField, ARGV[6])
+  -- A replay of a held result keeps the first entry (and so when it was first held).
+  redis.call('HSETNX', base .. ':waiting', waitingField, ARGV[6])
 elseif waitingField ~= '' then
   redis.call('HDEL', base .. ':waiting', waitingField)
 end
