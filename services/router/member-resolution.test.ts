@@ -1,10 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
-import { AGENT, MACHINE, ORIGIN, receiptFor } from "../../test/os/os-fixture.js";
-import { RunRegistration } from "../device-gateway/run-registration.js";
+import { AGENT, ORIGIN, receiptFor, registerVoiceRun } from "../../test/os/os-fixture.js";
 import { resolveMembers } from "./member-resolution.js";
 import { RouterStore } from "./router-store.js";
 import type { EventOrigin, ResultClaim } from "./verdict.js";
@@ -32,17 +30,7 @@ let key: string;
 beforeEach(async () => {
   t = createTestRedis("member-resolution");
   store = new BindsAfterDeliveryLookup(t.redis, new OsDeviceKeys(t.keys, DEVICE), "test");
-  const registration = await new RunRegistration(t.redis, t.keys, "gateway-test", 60_000).register(DEVICE, {
-    type: "voice.request",
-    requestId: randomUUID(),
-    agentId: AGENT,
-    machineId: MACHINE,
-    text: "a question",
-    voiceTarget: { id: "target-1" },
-    replyRoute: "voice",
-  });
-  if (registration.status === "conflict") throw new Error("run not registered");
-  ({ runId, idempotencyKey: key } = registration);
+  ({ runId, idempotencyKey: key } = await registerVoiceRun(t, DEVICE));
 });
 afterEach(() => t.cleanup());
 

@@ -4,6 +4,7 @@ import type { Receipt } from "../../libs/contract/receipt.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
+import { RunRegistration } from "../../services/device-gateway/run-registration.js";
 import { RouterStore } from "../../services/router/router-store.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
@@ -83,6 +84,21 @@ export async function seedRun(
     peer.remember(deviceId, receipt);
   }
   return runId;
+}
+
+/** Registers one voice run through the device-gateway's own registration (no router, nothing sent). */
+export async function registerVoiceRun(t: TestRedis, deviceId: string) {
+  const registration = await new RunRegistration(t.redis, t.keys, "gateway-test", 60_000).register(deviceId, {
+    type: "voice.request",
+    requestId: randomUUID(),
+    agentId: AGENT,
+    machineId: MACHINE,
+    text: "a question",
+    voiceTarget: { id: "target-1" },
+    replyRoute: "voice",
+  });
+  if (registration.status === "conflict") throw new Error("run not registered");
+  return { runId: registration.runId, idempotencyKey: registration.idempotencyKey };
 }
 
 export function receiptFor(key: string, deliveryId: string, agentId = AGENT, instance = ORIGIN): Receipt {
