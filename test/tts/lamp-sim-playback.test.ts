@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -93,6 +94,9 @@ async function waitForResult(sim: LampSimProcess) {
 
 const sayArgs = (text: string) => ["--say", text, "--agent", AGENT, "--machine", MACHINE, "--target", "desk"];
 
+/** lamp-sim speaks into WAV files with espeak-ng when installed (`.ci/run` installs it), else into text files. */
+const ESPEAK_INSTALLED = spawnSync("espeak-ng", ["--version"], { stdio: "ignore" }).status === 0;
+
 describe("playback over the real Lamp WebSocket (lamp-sim → device-gateway → … → tts-dispatcher → lamp-sim)", () => {
   it("speaks the answer once, the Lamp's acks make it played, and playback.repeat speaks it exactly once more", async () => {
     const script = join(mkdtempSync(join(tmpdir(), "lamp-script-")), "steps.json");
@@ -120,9 +124,15 @@ describe("playback over the real Lamp WebSocket (lamp-sim → device-gateway →
     expect(starts[0]).toMatchObject({ resultId: "r-sim-1", voiceTargetId: "desk" });
     expect(sim.received("playback.repeat_result")).toHaveLength(1);
     expect(readdirSync(outDir)).toHaveLength(2);
-    const [firstFile] = sim.of("played").map((event) => String(event.file));
-    if (firstFile?.endsWith(".txt"))
+    const [firstFile = ""] = sim.of("played").map((event) => String(event.file));
+    if (ESPEAK_INSTALLED) {
+      const wav = readFileSync(firstFile);
+      expect(firstFile).toMatch(/\.wav$/);
+      expect([wav.subarray(0, 4).toString(), wav.subarray(8, 12).toString()]).toEqual(["RIFF", "WAVE"]);
+      expect(wav.length).toBeGreaterThan(1_000);
+    } else {
       expect(readFileSync(firstFile, "utf8")).toBe("Count. There are four planes.\n");
+    }
 
     const resultKey = `originating-instance|r-sim-1`;
     const entry = await waitFor(

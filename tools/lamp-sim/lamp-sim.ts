@@ -170,7 +170,7 @@ export class LampSim {
     } else {
       if (faults.slowMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.slowMs));
       this.ack(frame.playbackId, "started");
-      const file = speaker.play(frame.playbackId, frame.text);
+      const file = await speaker.play(frame.playbackId, frame.text);
       emit("played", { playbackId: frame.playbackId, resultId: frame.resultId, text: frame.text, file });
       this.ack(frame.playbackId, "finished");
     }

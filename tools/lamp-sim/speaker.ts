@@ -1,8 +1,15 @@
-import { spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 
-/** "Plays" an utterance: a WAV from espeak-ng when it is installed, else the text in a .txt file. */
+const run = promisify(execFile);
+
+/**
+ * "Plays" an utterance: a WAV from espeak-ng when it is installed, else the text in a .txt file. Synthesis runs
+ * as a child process, so the Lamp's socket (and its `started` ack) is never held up while it speaks.
+ */
 export class Speaker {
   private readonly espeak: boolean;
 
@@ -11,15 +18,18 @@ export class Speaker {
     this.espeak = spawnSync("espeak-ng", ["--version"], { stdio: "ignore" }).status === 0;
   }
 
-  play(playbackId: string, text: string): string {
+  async play(playbackId: string, text: string): Promise<string> {
     const safeName = playbackId.replace(/[^A-Za-z0-9_.-]/g, "_");
     if (this.espeak) {
       const file = join(this.outDir, `${safeName}.wav`);
-      const result = spawnSync("espeak-ng", ["-w", file, text], { stdio: "ignore" });
-      if (result.status === 0) return file;
+      const spoken = await run("espeak-ng", ["-w", file, text]).then(
+        () => true,
+        () => false,
+      );
+      if (spoken) return file;
     }
     const file = join(this.outDir, `${safeName}.txt`);
-    writeFileSync(file, `${text}\n`);
+    await writeFile(file, `${text}\n`);
     return file;
   }
 }
