@@ -6,7 +6,9 @@ import { playbackAckStateSchema, playbackStartSchema } from "./lamp-wire.js";
  * How the OS side moves Lamp traffic between processes (DESIGN §4):
  * - the device-gateway instance holding a Lamp's WebSocket advertises it in a presence key with a TTL
  *   (`Keyspace.lampPresence(deviceId)` = gateway instance id), refreshed while the socket is open;
- * - the playback worker (tts-dispatcher) writes `playback.start` to that instance's delivery stream;
+ * - each gateway instance keeps a heartbeat key alive (`Keyspace.lampGatewayAlive(instanceId)`);
+ * - the playback worker (tts-dispatcher) writes `playback.start` to that instance's delivery stream, only while
+ *   that instance's heartbeat is alive;
  * - the gateway forwards what the Lamp says about playback (acks, "say that again") to `os.lamp_events`.
  */
 export const lampDeliverySchema = z.strictObject({
@@ -47,3 +49,10 @@ export const LAMP_STREAMS = {
 
 /** Presence TTL: a gateway refreshes every third of it; a missing key proves there is no live Lamp connection. */
 export const LAMP_PRESENCE_TTL_MS = 15_000;
+
+/**
+ * A live gateway instance beats `Keyspace.lampGatewayAlive(instanceId)` this often, with a TTL of three beats.
+ * A presence key naming an instance without a heartbeat names a dead process (SIGKILL leaves its presence until the
+ * TTL): nothing written to its delivery stream could reach a Lamp, so the worker treats the Lamp as offline.
+ */
+export const LAMP_GATEWAY_HEARTBEAT_MS = 1_000;

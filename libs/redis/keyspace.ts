@@ -34,6 +34,11 @@ export class Keyspace {
     return `${this.osDevice(deviceId)}:lamp-presence`;
   }
 
+  /** Present while that device-gateway instance runs (TTL'd heartbeat; absent = the process is gone). */
+  lampGatewayAlive(gatewayInstanceId: string): string {
+    return this.key("os", "lamp-gateway", gatewayInstanceId, "alive");
+  }
+
   /** Any other key: prefix plus parts. */
   key(...parts: string[]): string {
     return [this.prefix, ...parts].join(":");

@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { envInt } from "../../libs/config/env-fields.js";
-import { LAMP_PRESENCE_TTL_MS } from "../../libs/contract/lamp-delivery.js";
+import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_PRESENCE_TTL_MS } from "../../libs/contract/lamp-delivery.js";
 
 export const deviceGatewayConfigSchema = z.object({
   AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters"),
   /** Default voice-target expiry when the Lamp sends none. */
   VOICE_TARGET_TTL_MS: envInt(15 * 60_000, 1_000),
   LAMP_PRESENCE_TTL_MS: envInt(LAMP_PRESENCE_TTL_MS, 300),
+  LAMP_GATEWAY_HEARTBEAT_MS: envInt(LAMP_GATEWAY_HEARTBEAT_MS, 100, 60_000),
   /** How long a voice.request waits for the Harness receipt before answering with `receipt: null`. */
   RECEIPT_WAIT_MS: envInt(5_000, 0, 60_000),
   GATEWAY_INSTANCE_ID: z

@@ -13,6 +13,7 @@ import { deviceGatewayConfigSchema } from "./config.js";
 import { LampConnections } from "./lamp-connections.js";
 import { LampFrames } from "./lamp-frames.js";
 import { DeliveredPlaybacks } from "./delivered-playbacks.js";
+import { GatewayHeartbeat } from "./gateway-heartbeat.js";
 import { registerOsApi } from "./os-api.js";
 import { principalOf } from "./principal.js";
 import { ReceiptWaiters } from "./receipt-waiters.js";
@@ -104,6 +105,14 @@ export const deviceGatewayService: ServiceDefinition = {
         ctx.log.info({ deviceId, playbackId: frame.playbackId, sockets: sent }, "playback.start delivered");
       },
     });
+    const heartbeat = new GatewayHeartbeat({
+      redis,
+      keys: ctx.keys,
+      instanceId,
+      intervalMs: config.LAMP_GATEWAY_HEARTBEAT_MS,
+      log: ctx.log,
+    });
+    await heartbeat.start();
     replyTail.start();
     deliveryTail.start();
     ctx.health.addLiveness("device-gateway/replies", () => replyTail.isAlive());
@@ -161,6 +170,7 @@ export const deviceGatewayService: ServiceDefinition = {
         await connections.close();
         await replyTail.stop();
         await deliveryTail.stop();
+        await heartbeat.stop();
       },
     };
   },

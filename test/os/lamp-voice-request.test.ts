@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
@@ -239,6 +239,17 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       (holder) => holder === null,
     );
     expect(await t.redis.get(t.keys.lampPresence(DEVICE))).toBeNull();
+  });
+
+  it("keeps a heartbeat of its instance while it runs (TTL of three beats) and removes it when it stops", async () => {
+    const alive = t.keys.lampGatewayAlive(GATEWAY);
+    const ttl = await t.redis.pttl(alive);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(3 * LAMP_GATEWAY_HEARTBEAT_MS);
+    await new Promise((resolve) => setTimeout(resolve, LAMP_GATEWAY_HEARTBEAT_MS * 2.5));
+    expect(await t.redis.pttl(alive)).toBeGreaterThan(LAMP_GATEWAY_HEARTBEAT_MS);
+    await services.stop();
+    expect(await t.redis.exists(alive)).toBe(0);
   });
 
   it("the OS API shows a device its own runs and results, 404 for unknown ids, and needs a token", async () => {

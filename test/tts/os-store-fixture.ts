@@ -100,8 +100,10 @@ export class OsStoreFixture {
     });
   }
 
-  async setPresence(deviceId: string, gatewayId = GATEWAY_ID): Promise<void> {
+  /** The device's Lamp is connected to `gatewayId`, a live instance unless `alive` is false (a SIGKILLed one). */
+  async setPresence(deviceId: string, gatewayId = GATEWAY_ID, { alive = true } = {}): Promise<void> {
     await this.redis.set(this.keys.lampPresence(deviceId), gatewayId, "PX", 60_000);
+    if (alive) await this.redis.set(this.keys.lampGatewayAlive(gatewayId), "1", "PX", 60_000);
   }
 
   async clearPresence(deviceId: string): Promise<void> {

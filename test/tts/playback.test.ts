@@ -125,6 +125,21 @@ describe("lamp-playback worker", () => {
     expect(await startsFor(deviceId)).toHaveLength(1);
   });
 
+  it("never sends into the stream of a gateway without heartbeat (SIGKILLed, presence left behind)", async () => {
+    const deviceId = newDevice();
+    lamp = new StreamLamp(os).start();
+    await os.setPresence(deviceId, "gw-killed", { alive: false });
+    const resultKey = await resolvedFor(deviceId, "r-dead-gateway", { runId: "a", createdAt: 1 });
+    await outboxIn(deviceId, resultKey, "queued");
+    await new Promise((resolve) => setTimeout(resolve, 300)); // a few attempts, each finding the gateway dead
+    expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "queued" });
+    expect(await os.deliveries("gw-killed")).toEqual([]);
+
+    await os.setPresence(deviceId); // the Lamp reconnected to a live gateway
+    expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({ state: "played" });
+    expect(await startsFor(deviceId)).toHaveLength(1);
+  });
+
   it("ends failed with lamp_offline after its bounded attempts when no Lamp ever connects", async () => {
     const deviceId = newDevice();
     const resultKey = await resolvedFor(deviceId, "r-offline", { runId: "a", createdAt: 1 });

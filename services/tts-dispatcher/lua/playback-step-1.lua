@@ -1,14 +1,16 @@
 -- The playback state machine (KEYS[1] = device base B). One step of one playback, mirrored onto the result's
 -- outbox entry when the playback is the answer. Every transition stamps <state>At.
---   claim <final?>   queued -> sending (returns the gateway holding the Lamp), or suppressed (target expired / newest
+--   claim <final?> <deadGateway?>
+--                    queued -> sending (returns the gateway holding the Lamp), or suppressed (target expired / newest
 --                    run cancelled since dispatch), or failed lamp_offline on the final attempt; a playback found in
---                    sending was interrupted mid-send -> uncertain, and is never sent again
+--                    sending was interrupted mid-send -> uncertain, and is never sent again. A presence naming
+--                    deadGateway (the worker saw no heartbeat of that instance) counts as no presence.
 --   ack-timeout      sending -> uncertain (ack_timeout)
 --   abandon          the job gave up: sending -> uncertain, queued -> failed (worker_lost)
 --   ack <state>      started/finished/interrupted: sending|uncertain -> played; rejected -> failed (lamp_rejected)
 -- Returns {verdict, state, reason, kind, gatewayId}; verdict: moved | settled | offline | stale | recorded | unknown.
 local base = KEYS[1]
-local op, id, now, arg = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local op, id, now, arg, deadGateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local key = base .. ':playback:' .. id
 local state = redis.call('HGET', key, 'state')
 if not state then return {'unknown', '', '', '', ''} end
@@ -52,7 +54,7 @@ if op == 'claim' then
     end
   end
   local gateway = redis.call('GET', base .. ':lamp-presence')
-  if not gateway then
+  if not gateway or gateway == deadGateway then
     if arg == 'final' then return move('failed', 'lamp_offline') end
     return stay('offline')
   end

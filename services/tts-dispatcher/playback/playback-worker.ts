@@ -89,11 +89,31 @@ export class PlaybackWorker {
     if (!playback.voiceTargetId)
       throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
     const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    const claim = await store.step(deviceId, playbackId, { op: "claim", finalAttempt }, Date.now());
+    const deadGateway = await this.deadPresenceHolder(deviceId);
+    const claim = await store.step(
+      deviceId,
+      playbackId,
+      { op: "claim", finalAttempt, deadGateway },
+      Date.now(),
+    );
     this.record(claim);
     if (claim.verdict === "offline") throw new LampOfflineError(deviceId);
     if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
     await this.send(playback, playback.voiceTargetId, claim.gatewayId);
+  }
+
+  /**
+   * The gateway instance the device's presence key names when that instance has no heartbeat: a SIGKILLed gateway
+   * leaves its presence keys until their TTL, and a playback sent into its stream would be lost, not delivered.
+   * Read before the claim; the claim compares it with the presence it reads atomically, so a Lamp that meanwhile
+   * reconnected to a live instance is sent to at once.
+   */
+  private async deadPresenceHolder(deviceId: string): Promise<string> {
+    const { redis, keys } = this.options;
+    const holder = await redis.get(keys.lampPresence(deviceId));
+    if (holder === null || (await redis.exists(keys.lampGatewayAlive(holder))) === 1) return "";
+    this.options.log.info({ deviceId, gateway: holder }, "lamp presence names a gateway without heartbeat");
+    return holder;
   }
 
   private async send(playback: PlaybackRecord, voiceTargetId: string, gatewayId: string): Promise<void> {

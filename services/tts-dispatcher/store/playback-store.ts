@@ -53,7 +53,12 @@ export interface NewRepeatPlayback {
 }
 
 export type StepOperation =
-  | { op: "claim"; finalAttempt: boolean }
+  | {
+      op: "claim";
+      finalAttempt: boolean;
+      /** The gateway instance the presence key named while it had no heartbeat ("" when none). */
+      deadGateway: string;
+    }
   | { op: "ack-timeout" }
   | { op: "abandon" }
   | { op: "ack"; ack: "started" | "finished" | "interrupted" | "rejected" };
@@ -161,10 +166,11 @@ export class PlaybackStore {
         : operation.op === "ack"
           ? operation.ack
           : "";
+    const deadGateway = operation.op === "claim" ? operation.deadGateway : "";
     const reply = await playbackStep.run(
       this.redis,
       [this.keys.osDevice(deviceId)],
-      [operation.op, playbackId, now, arg],
+      [operation.op, playbackId, now, arg, deadGateway],
     );
     return stepResultSchema.parse(reply);
   }
