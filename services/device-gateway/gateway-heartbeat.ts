@@ -10,6 +10,8 @@ import { errorMessage } from "../../libs/streams/stream-consumer.js";
  */
 export class GatewayHeartbeat {
   private timer: NodeJS.Timeout | undefined;
+  /** The key's value: when this process started beating (constant, so only the TTL moves). */
+  private readonly since = String(Date.now());
 
   constructor(
     private readonly options: {
@@ -41,6 +43,6 @@ export class GatewayHeartbeat {
   }
 
   private async beat(): Promise<void> {
-    await this.options.redis.set(this.key, String(Date.now()), "PX", this.options.intervalMs * 3);
+    await this.options.redis.set(this.key, this.since, "PX", this.options.intervalMs * 3);
   }
 }

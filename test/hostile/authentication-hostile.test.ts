@@ -14,7 +14,7 @@ import { rawRequest } from "./raw-http.js";
 const DEVICE = "lamp-auth";
 const REVOKED_DEVICE = "lamp-revoked";
 const CASES = casesFor(300);
-const VOLATILE = /:lamp-presence$|:os:devices$/;
+const VOLATILE = /:lamp-presence$|:os:devices$|:lamp-gateway:.*:alive$/;
 
 let t: TestRedis;
 let services: HostedServices;

@@ -13,7 +13,7 @@ import { frameBytes, MAX_FRAME_BYTES, ProbedSocket, type Exchange } from "./prob
 const DEVICE = "lamp-hostile";
 const CASES = casesFor(400);
 /** BullMQ bookkeeping and Lamp presence change on their own; everything else must only change when accepted. */
-const VOLATILE = /:bull:|:lamp-presence$/;
+const VOLATILE = /:bull:|:lamp-presence$|:lamp-gateway:.*:alive$/;
 
 let world: LampWorld;
 
