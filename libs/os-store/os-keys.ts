@@ -35,6 +35,11 @@ export class OsDeviceKeys {
     return `${this.base}:delivery:${deliveryId}`;
   }
 
+  /** When an operator revoked the device's Lamp credentials (epoch ms); tokens issued until then are refused. */
+  get revokedAt(): string {
+    return `${this.base}:revoked-at`;
+  }
+
   get runs(): string {
     return `${this.base}:runs`;
   }
@@ -86,6 +91,11 @@ export class OsDeviceKeys {
   repeatRequest(requestId: string): string {
     return `${this.base}:repeat-request:${requestId}`;
   }
+}
+
+/** Pub/sub channel naming each device whose Lamp credentials were just revoked (gateways close its sockets). */
+export function lampRevocationsChannel(keys: Keyspace): string {
+  return keys.key("os", "lamp-revocations");
 }
 
 /** Devices the router should hold a Harness session for (added on Lamp connect and on voice.request). */

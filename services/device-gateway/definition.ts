@@ -15,7 +15,9 @@ import { LampFrames } from "./lamp-frames.js";
 import { DeliveredPlaybacks } from "./delivered-playbacks.js";
 import { GatewayHeartbeat } from "./gateway-heartbeat.js";
 import { registerOsApi } from "./os-api.js";
-import { principalOf } from "./principal.js";
+import { LampAuthenticator } from "./principal.js";
+import { registerLampAdminRoutes } from "./admin-routes.js";
+import { watchLampRevocations } from "./lamp-revocation.js";
 import { ReceiptWaiters } from "./receipt-waiters.js";
 import { RunRegistration } from "./run-registration.js";
 import { StreamTail } from "./stream-tail.js";
@@ -118,25 +120,39 @@ export const deviceGatewayService: ServiceDefinition = {
     ctx.health.addLiveness("device-gateway/replies", () => replyTail.isAlive());
     ctx.health.addLiveness("device-gateway/delivery", () => deliveryTail.isAlive());
 
-    const principals = new WeakMap<FastifyRequest, Principal>();
+    const auth = new LampAuthenticator(redis, ctx.keys, config.AUTH_JWT_SECRET);
+    await watchLampRevocations(
+      ctx.connections.blocking("device-gateway/revocations"),
+      ctx.keys,
+      (deviceId) => {
+        connections.enforceRevocation(deviceId).catch((error: unknown) => {
+          ctx.log.warn({ deviceId, err: errorMessage(error) }, "revoked sockets not closed");
+        });
+      },
+    );
+    const principals = new WeakMap<FastifyRequest, { principal: Principal; issuedAt: number }>();
     ctx.http.get(
       "/v1/lamp/ws",
       {
         websocket: true,
         // Refused before the upgrade: an unauthenticated client never gets a socket.
         preValidation: async (request, reply) => {
-          const principal = await principalOf(request, config.AUTH_JWT_SECRET);
-          if (!principal || principal.role !== "device")
+          const authentication = await auth.authenticate(request);
+          if (!authentication.ok)
+            return reply
+              .code(401)
+              .send({ error: { code: authentication.code, message: authentication.message } });
+          if (authentication.principal.role !== "device")
             return reply
               .code(401)
               .send({ error: { code: "UNAUTHORIZED", message: "device token required" } });
-          principals.set(request, principal);
+          principals.set(request, authentication);
         },
       },
       (socket, request) => {
-        const principal = principals.get(request);
-        if (!principal) return socket.close(1008, "unauthorized");
-        const { deviceId } = principal;
+        const authenticated = principals.get(request);
+        if (!authenticated) return socket.close(1008, "unauthorized");
+        const { deviceId } = authenticated.principal;
         metrics.sockets.inc();
         // Frames of one socket are answered in the order they arrived.
         let chain: Promise<void> = Promise.resolve();
@@ -156,13 +172,14 @@ export const deviceGatewayService: ServiceDefinition = {
           metrics.sockets.dec();
           void connections.remove(deviceId, socket);
         });
-        void connections.add(deviceId, socket);
+        void connections.add(deviceId, socket, authenticated.issuedAt);
         void redis.sadd(knownDevicesKey(ctx.keys), deviceId).catch((error: unknown) => {
           ctx.log.warn({ deviceId, err: errorMessage(error) }, "device not added to the known set");
         });
       },
     );
-    registerOsApi(ctx.http, new OsQueries(redis, ctx.keys), config.AUTH_JWT_SECRET);
+    registerOsApi(ctx.http, new OsQueries(redis, ctx.keys), auth);
+    registerLampAdminRoutes(ctx.http, redis, ctx.keys, auth);
     ctx.log.info({ instanceId }, "device-gateway started");
 
     return {

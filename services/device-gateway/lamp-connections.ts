@@ -4,16 +4,23 @@ import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { issuedBeforeRevocation, lampRevokedAt } from "./lamp-revocation.js";
 
 const presenceScript = LuaScript.fromFile(new URL("./lua/refresh-presence-1.lua", import.meta.url));
 
+/** Close code for a socket whose token was revoked (as on the Harness transport). */
+const REVOKED_CLOSE_CODE = 4001;
+
 /**
- * The Lamp sockets this gateway instance holds, by device, and the presence key that tells the playback worker
- * which instance to deliver to: set on connect, refreshed every third of its TTL, removed on the last close
- * (only while it still names this instance).
+ * The Lamp sockets this gateway instance holds, by device, with the issue time of the token each authenticated
+ * with, and the presence key that tells the playback worker which instance to deliver to: set on connect,
+ * refreshed every third of its TTL, removed on the last close (only while it still names this instance). A socket
+ * whose token the device's revocation covers is closed, on the revocation notice and again at every refresh (a
+ * notice is fire-and-forget).
  */
 export class LampConnections {
-  private readonly sockets = new Map<string, Set<WebSocket>>();
+  /** deviceId → socket → token `iat` (seconds). */
+  private readonly sockets = new Map<string, Map<WebSocket, number>>();
   private readonly refresher: NodeJS.Timeout;
 
   constructor(
@@ -29,17 +36,17 @@ export class LampConnections {
     this.refresher.unref();
   }
 
-  async add(deviceId: string, socket: WebSocket): Promise<void> {
-    const set = this.sockets.get(deviceId) ?? new Set<WebSocket>();
-    set.add(socket);
-    this.sockets.set(deviceId, set);
+  async add(deviceId: string, socket: WebSocket, tokenIssuedAt: number): Promise<void> {
+    const sockets = this.sockets.get(deviceId) ?? new Map<WebSocket, number>();
+    sockets.set(socket, tokenIssuedAt);
+    this.sockets.set(deviceId, sockets);
     await this.presence(deviceId, "claim");
   }
 
   async remove(deviceId: string, socket: WebSocket): Promise<void> {
-    const set = this.sockets.get(deviceId);
-    set?.delete(socket);
-    if (set && set.size > 0) return;
+    const sockets = this.sockets.get(deviceId);
+    sockets?.delete(socket);
+    if (sockets && sockets.size > 0) return;
     this.sockets.delete(deviceId);
     await this.presence(deviceId, "release");
   }
@@ -47,7 +54,7 @@ export class LampConnections {
   /** Writes a frame to every open socket of the device on this instance; returns how many got it. */
   send(deviceId: string, frame: unknown): number {
     let sent = 0;
-    for (const socket of this.sockets.get(deviceId) ?? []) {
+    for (const socket of this.sockets.get(deviceId)?.keys() ?? []) {
       if (socket.readyState !== socket.OPEN) continue;
       socket.send(JSON.stringify(frame));
       sent += 1;
@@ -57,15 +64,29 @@ export class LampConnections {
 
   async close(): Promise<void> {
     clearInterval(this.refresher);
-    for (const [deviceId, set] of this.sockets) {
-      for (const socket of set) socket.close(1001, "gateway shutting down");
+    for (const [deviceId, sockets] of this.sockets) {
+      for (const socket of sockets.keys()) socket.close(1001, "gateway shutting down");
       await this.presence(deviceId, "release");
     }
     this.sockets.clear();
   }
 
+  /** Closes the device's sockets whose token was issued before its last revocation. */
+  async enforceRevocation(deviceId: string): Promise<void> {
+    const sockets = this.sockets.get(deviceId);
+    if (!sockets) return;
+    const revokedAt = await lampRevokedAt(this.options.redis, this.options.keys, deviceId);
+    for (const [socket, issuedAt] of sockets)
+      if (issuedBeforeRevocation(issuedAt, revokedAt)) socket.close(REVOKED_CLOSE_CODE, "revoked");
+  }
+
   private async refreshAll(): Promise<void> {
-    for (const deviceId of this.sockets.keys()) await this.presence(deviceId, "refresh");
+    for (const deviceId of this.sockets.keys()) {
+      await this.presence(deviceId, "refresh");
+      await this.enforceRevocation(deviceId).catch((error: unknown) =>
+        this.options.log.warn({ deviceId, err: errorMessage(error) }, "revocation not checked"),
+      );
+    }
   }
 
   private async presence(deviceId: string, mode: "claim" | "refresh" | "release"): Promise<void> {

@@ -4,7 +4,7 @@ import { deviceIdSchema } from "../../libs/auth/tokens.js";
 import { opaqueIdSchema } from "../../libs/contract/identifiers.js";
 import type { OsQueries } from "../../libs/os-store/os-queries.js";
 import { runStateSchema, runView } from "../../libs/os-store/run-record.js";
-import { principalOf } from "./principal.js";
+import type { LampAuthenticator } from "./principal.js";
 
 const deviceQuerySchema = z.object({ deviceId: deviceIdSchema.optional() });
 const runsQuerySchema = deviceQuerySchema.extend({ state: runStateSchema.optional() });
@@ -18,14 +18,15 @@ const fail = (reply: FastifyReply, status: number, code: string, message: string
  * The OS query API (DESIGN §7), same JWT as the Lamp: a device sees only its own records; an operator names the
  * device with `?deviceId=`. Unknown ids are 404 and bad input 400, always with a JSON error.
  */
-export function registerOsApi(http: FastifyInstance, queries: OsQueries, secret: string): void {
+export function registerOsApi(http: FastifyInstance, queries: OsQueries, auth: LampAuthenticator): void {
   /** The device whose records the caller may read, or undefined after an error reply was sent. */
   async function deviceFor(request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
-    const principal = await principalOf(request, secret);
-    if (!principal) {
-      await fail(reply, 401, "UNAUTHORIZED", "a valid Bearer token is required");
+    const authentication = await auth.authenticate(request);
+    if (!authentication.ok) {
+      await fail(reply, 401, authentication.code, authentication.message);
       return undefined;
     }
+    const { principal } = authentication;
     const query = deviceQuerySchema.safeParse(request.query);
     if (!query.success) {
       await fail(reply, 400, "INVALID_REQUEST", "deviceId is not a device id");

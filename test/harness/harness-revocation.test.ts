@@ -97,8 +97,8 @@ describe("device revocation", () => {
     expect(await cli.kill("SIGCONT")).toBe(0);
     expect(JSON.parse(cli.log.trim().split("\n").at(-1)!)).toMatchObject({
       deviceId: "lamp-cli",
-      reservations: 1,
-      results: 1,
+      harness: { deviceId: "lamp-cli", reservations: 1, results: 1 },
+      os: { deviceId: "lamp-cli", revokedAt: expect.any(String) },
     });
     expect(
       await waitFor(

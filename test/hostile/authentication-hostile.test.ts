@@ -29,10 +29,9 @@ beforeAll(async () => {
     { sub: REVOKED_DEVICE, role: "device", iat: issuedBefore, exp: issuedBefore + 3600 },
     SECRET,
   );
-  const revoke = await rawRequest(services.url, "DELETE", `/v1/admin/devices/${REVOKED_DEVICE}`, {
-    authorization: `Bearer ${await tokenFor("ops", "operator")}`,
-  });
-  expect(revoke.status).toBe(200);
+  const operator = { authorization: `Bearer ${await tokenFor("ops", "operator")}` };
+  for (const path of [`/v1/admin/devices/${REVOKED_DEVICE}`, `/v1/lamp/devices/${REVOKED_DEVICE}`])
+    expect((await rawRequest(services.url, "DELETE", path, operator)).status).toBe(200);
 });
 afterAll(async () => {
   await services.stop();
@@ -83,13 +82,8 @@ const surfaces: Surface[] = [
   {
     name: "auth-lamp-ws",
     attempt: (authorization) => upgrade("/v1/lamp/ws", authorization),
-    // Revocation is a Harness-side record (docs/hostile-input.md); the Lamp socket takes device tokens only.
-    expected: (authCase) =>
-      authCase.verdict === "REVOKED"
-        ? "accept"
-        : authCase.role === "operator"
-          ? "UNAUTHORIZED"
-          : authCase.verdict,
+    // The Lamp socket takes device tokens only.
+    expected: (authCase) => (authCase.role === "operator" ? "UNAUTHORIZED" : authCase.verdict),
     acceptedStatus: 101,
   },
   {
@@ -103,12 +97,7 @@ const surfaces: Surface[] = [
       );
       return { status: response.status, body: response.json };
     },
-    expected: (authCase) =>
-      authCase.verdict === "REVOKED"
-        ? "accept"
-        : authCase.role === "operator"
-          ? "BAD_REQUEST"
-          : authCase.verdict,
+    expected: (authCase) => (authCase.role === "operator" ? "BAD_REQUEST" : authCase.verdict),
     acceptedStatus: 200,
   },
 ];

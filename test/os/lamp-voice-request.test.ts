@@ -154,6 +154,46 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     expect(refused).toBe(401);
   });
 
+  it("revoking a device closes its Lamp sockets and refuses its older tokens at the Lamp WebSocket and the OS API", async () => {
+    const deviceToken = await signToken(JWT_SECRET, { sub: DEVICE });
+    const lamp = await connectLamp(deviceToken);
+    const closed = new Promise<number>((resolve) => lamp.socket.once("close", resolve));
+    const revoke = (token: string) =>
+      fetch(`${services.url}/v1/lamp/devices/${DEVICE}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${token}` },
+      });
+    expect((await revoke(deviceToken)).status).toBe(403);
+    const answer = await revoke(await signToken(JWT_SECRET, { sub: "ops", role: "operator" }));
+    expect(answer.status).toBe(200);
+    const { revokedAt } = (await answer.json()) as { revokedAt: string };
+    expect(await closed).toBe(4001);
+
+    const upgradeStatus = (token: string) =>
+      new Promise<number>((resolve) => {
+        const socket = new WebSocket(`${services.url.replace("http", "ws")}/v1/lamp/ws`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        sockets.push(socket);
+        socket.on("error", () => undefined); // a refused upgrade is closed before it was established
+        socket.on("unexpected-response", (_request, response) => resolve(response.statusCode ?? 0));
+        socket.on("open", () => resolve(101));
+      });
+    const runs = (token: string) =>
+      fetch(`${services.url}/v1/runs`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await upgradeStatus(deviceToken)).toBe(401);
+    const refused = await runs(deviceToken);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toMatchObject({ error: { code: "REVOKED" } });
+
+    // Tokens carry whole seconds: one issued in a later second than the revocation is accepted again.
+    const nextSecond = (Math.floor(Date.parse(revokedAt) / 1000) + 1) * 1000;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, nextSecond - Date.now())));
+    const newToken = await signToken(JWT_SECRET, { sub: DEVICE });
+    expect(await upgradeStatus(newToken)).toBe(101);
+    expect((await runs(newToken)).status).toBe(200);
+  });
+
   it("voice.cancel marks the run and sends one turn.stop; the later result still resolves it, cancellation kept", async () => {
     const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
     const requestId = randomUUID();

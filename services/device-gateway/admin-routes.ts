@@ -1,0 +1,26 @@
+import type { FastifyInstance } from "fastify";
+import type { Redis } from "ioredis";
+import { deviceIdSchema } from "../../libs/auth/tokens.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { revokeLamp } from "./lamp-revocation.js";
+import type { LampAuthenticator } from "./principal.js";
+
+/** `DELETE /v1/lamp/devices/:deviceId`: operators revoke a device's Lamp credentials; 401/403/400 otherwise. */
+export function registerLampAdminRoutes(
+  http: FastifyInstance,
+  redis: Redis,
+  keys: Keyspace,
+  auth: LampAuthenticator,
+): void {
+  http.delete<{ Params: { deviceId: string } }>("/v1/lamp/devices/:deviceId", async (request, reply) => {
+    const authentication = await auth.authenticate(request);
+    if (!authentication.ok)
+      return reply.code(401).send({ error: { code: authentication.code, message: authentication.message } });
+    if (authentication.principal.role !== "operator")
+      return reply.code(403).send({ error: { code: "FORBIDDEN", message: "operator role required" } });
+    const deviceId = deviceIdSchema.safeParse(request.params.deviceId);
+    if (!deviceId.success)
+      return reply.code(400).send({ error: { code: "INVALID_REQUEST", message: "malformed deviceId" } });
+    return revokeLamp(redis, keys, deviceId.data);
+  });
+}
