@@ -43,6 +43,14 @@ export async function verifyToken(secret: string, token: string): Promise<Princi
   }
 }
 
+/**
+ * Whether a device's revocation (epoch ms, if any) covers a token issued at `issuedAtSeconds` (JWT `iat`). `iat` has
+ * second resolution, so a token from the revocation's own second is covered too. Both gateways apply this rule.
+ */
+export function issuedBeforeRevocation(issuedAtSeconds: number, revokedAtMs: number | undefined): boolean {
+  return revokedAtMs !== undefined && issuedAtSeconds <= Math.floor(revokedAtMs / 1000);
+}
+
 export function bearerToken(header: string | undefined): string | undefined {
   const match = /^Bearer\s+(\S+)$/i.exec(header ?? "");
   return match?.[1];

@@ -1,10 +1,11 @@
 import type { Redis } from "ioredis";
 import type { WebSocket } from "ws";
+import { issuedBeforeRevocation } from "../../libs/auth/tokens.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/streams/stream-consumer.js";
-import { issuedBeforeRevocation, lampRevokedAt } from "./lamp-revocation.js";
+import { lampRevokedAt } from "./lamp-revocation.js";
 
 const presenceScript = LuaScript.fromFile(new URL("./lua/refresh-presence-1.lua", import.meta.url));
 

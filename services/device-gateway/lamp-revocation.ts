@@ -36,11 +36,6 @@ export async function lampRevokedAt(
   return value === null ? undefined : Number(value);
 }
 
-/** JWT `iat` has second resolution, so a token from the revocation's own second is refused too. */
-export function issuedBeforeRevocation(issuedAtSeconds: number, revokedAtMs: number | undefined): boolean {
-  return revokedAtMs !== undefined && issuedAtSeconds <= Math.floor(revokedAtMs / 1000);
-}
-
 /** Calls `revoked(deviceId)` for each revocation published by any gateway or the CLI (on a dedicated connection). */
 export async function watchLampRevocations(
   subscriber: Redis,

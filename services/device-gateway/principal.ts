@@ -1,9 +1,9 @@
 import type { FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
 import { decodeJwt } from "jose";
-import { bearerToken, verifyToken, type Principal } from "../../libs/auth/tokens.js";
+import { bearerToken, issuedBeforeRevocation, verifyToken, type Principal } from "../../libs/auth/tokens.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { issuedBeforeRevocation, lampRevokedAt } from "./lamp-revocation.js";
+import { lampRevokedAt } from "./lamp-revocation.js";
 
 export type Authentication =
   | { ok: true; principal: Principal; issuedAt: number }

@@ -1,6 +1,12 @@
 import type { Redis } from "ioredis";
 import { decodeJwt } from "jose";
-import { AuthError, bearerToken, verifyToken, type Principal } from "../../../libs/auth/tokens.js";
+import {
+  AuthError,
+  bearerToken,
+  issuedBeforeRevocation,
+  verifyToken,
+  type Principal,
+} from "../../../libs/auth/tokens.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { HarnessDeviceKeys } from "../store/harness-keys.js";
 
@@ -29,10 +35,8 @@ export async function authenticatePeer(
     return { code: "UNAUTHORIZED", message: error instanceof AuthError ? error.message : "invalid token" };
   }
   const issuedAtSeconds = decodeJwt(token).iat ?? 0;
-  const revokedAt = Number(
-    (await redis.get(new HarnessDeviceKeys(keys, principal.deviceId).revokedAt)) ?? -1,
-  );
-  if (revokedAt >= 0 && issuedAtSeconds <= Math.floor(revokedAt / 1000))
+  const revokedAt = await redis.get(new HarnessDeviceKeys(keys, principal.deviceId).revokedAt);
+  if (issuedBeforeRevocation(issuedAtSeconds, revokedAt === null ? undefined : Number(revokedAt)))
     return { code: "REVOKED", message: "token issued before the device was revoked" };
   return { ...principal, tokenIssuedAt: issuedAtSeconds };
 }
