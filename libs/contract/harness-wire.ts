@@ -132,7 +132,6 @@ export const eventKindSchema = z.enum([
   "turn.started",
   "turn.done",
 ]);
-export type EventKind = z.infer<typeof eventKindSchema>;
 
 /** Transport envelope of every event; `payload` is checked per kind by its consumer. */
 export const harnessEventSchema = z.strictObject({
@@ -144,7 +143,6 @@ export const harnessEventSchema = z.strictObject({
   kind: z.string().min(1),
   payload: z.record(z.string(), z.unknown()),
 });
-export type HarnessEvent = z.infer<typeof harnessEventSchema>;
 
 export const resyncSchema = z.strictObject({
   type: z.literal("resync"),
@@ -152,7 +150,6 @@ export const resyncSchema = z.strictObject({
   serverInstanceId: nonEmpty,
   cursor: z.number().int().nonnegative(),
 });
-export type ResyncFrame = z.infer<typeof resyncSchema>;
 
 export const receiptUpdatedPayloadSchema = z.looseObject({
   receipt: receiptSchema,

@@ -11,7 +11,6 @@ export const voiceTargetSchema = z.strictObject({
   /** ISO-8601 instant; when absent the OS applies its default expiry (VOICE_TARGET_TTL_MS after the request). */
   expiresAt: z.iso.datetime({ offset: true }).optional(),
 });
-export type VoiceTarget = z.infer<typeof voiceTargetSchema>;
 
 // ---- Lamp -> OS -----------------------------------------------------------------------------------------------
 

@@ -9,9 +9,6 @@ export const receiptStateSchema = z.enum([
   "rejected",
   "unknown",
 ]);
-export type ReceiptState = z.infer<typeof receiptStateSchema>;
-
-export const TERMINAL_RECEIPT_STATES: readonly ReceiptState[] = ["completed", "rejected", "unknown"];
 
 /** `receipt.input` (openharness input.status.v1): how an input was handed to the engine and how far it got. */
 export const receiptInputSchema = z.object({

@@ -92,7 +92,6 @@ export const evidenceMemberSchema = z.strictObject({
   ...deviceInputRef,
   correlation: correlationKindSchema,
 });
-export type EvidenceMember = z.infer<typeof evidenceMemberSchema>;
 
 const evidenceBase = {
   agentId: opaqueIdSchema,

@@ -55,7 +55,6 @@ export const turnResultEventSchema = z.strictObject({
   kind: z.literal("turn.result"),
   payload: turnResultPayloadSchema,
 });
-export type TurnResultEvent = z.infer<typeof turnResultEventSchema>;
 
 /** The later contract revision: the same result carried inside `turn.summary`, with the legacy summary fields. */
 export const correlatedSummaryPayloadSchema = z.strictObject({
@@ -66,7 +65,6 @@ export const correlatedSummaryPayloadSchema = z.strictObject({
   idempotencyKey: idempotencyKeySchema.optional(),
   turnId: nonEmpty.nullable().optional(),
 });
-export type CorrelatedSummaryPayload = z.infer<typeof correlatedSummaryPayloadSchema>;
 
 export const correlatedSummaryEventSchema = z.strictObject({
   ...eventEnvelopeFields,

@@ -15,4 +15,3 @@ export const deviceGatewayConfigSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/)
     .optional(),
 });
-export type DeviceGatewayConfig = z.infer<typeof deviceGatewayConfigSchema>;

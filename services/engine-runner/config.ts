@@ -16,4 +16,3 @@ export const engineRunnerEnvSchema = z.object({
   /** How long a per-input delivery marker is kept (it is what makes redelivery write nothing twice). */
   DELIVERY_MARKER_TTL_SECONDS: envInt(7 * 24 * 3600, 60),
 });
-export type EngineRunnerEnv = z.infer<typeof engineRunnerEnvSchema>;

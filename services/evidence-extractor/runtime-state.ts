@@ -56,10 +56,6 @@ export function isMainInput(input: OpenInput): boolean {
   return input.kind === "input";
 }
 
-export function findInput(state: RuntimeState, deliveryId: string): OpenInput | undefined {
-  return state.inputs.find((input) => input.deliveryId === deliveryId);
-}
-
 export function removeInputs(state: RuntimeState, deliveryIds: ReadonlySet<string>): void {
   state.inputs = state.inputs.filter((input) => !deliveryIds.has(input.deliveryId));
 }

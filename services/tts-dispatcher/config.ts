@@ -32,5 +32,3 @@ export const ttsDispatcherEnvSchema = z
     ...settings,
     crashAt: NODE_ENV === "test" && TTS_CRASH_AT ? TTS_CRASH_AT : undefined,
   }));
-
-export type TtsDispatcherConfig = z.infer<typeof ttsDispatcherEnvSchema>;

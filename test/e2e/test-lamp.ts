@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import {
   playbackStartSchema,
+  voiceCancelResultSchema,
   voiceRequestResultSchema,
   type PlaybackStart,
   type ReplyRoute,
@@ -87,12 +88,13 @@ export class TestLamp {
     return { runId: result.runId, idempotencyKey: result.idempotencyKey, requestId };
   }
 
-  cancel(runId: string): Promise<Record<string, unknown>> {
+  async cancel(runId: string) {
     const requestId = randomUUID();
     this.send({ type: "voice.cancel", requestId, runId });
-    return this.waitForFrame(
-      (frame) => frame.type === "voice.cancel_result" && frame.requestId === requestId,
+    const frame = await this.waitForFrame(
+      (candidate) => candidate.type === "voice.cancel_result" && candidate.requestId === requestId,
     );
+    return voiceCancelResultSchema.parse(frame);
   }
 
   repeat(resultId: string): Promise<Record<string, unknown>> {

@@ -1,4 +1,4 @@
-import { describeFault, type FaultKind } from "./campaign-plan.js";
+import type { FaultKind } from "./campaign-plan.js";
 import type { CampaignOutcome } from "./campaign.js";
 
 const MAX_LISTED_VIOLATIONS = 30;
@@ -59,10 +59,6 @@ export function formatReport(outcome: CampaignOutcome): string {
 }
 
 /** The planned schedule, one line per fault (printed before the run, so a seed's schedule can be read up front). */
-export function formatSchedule(outcome: Pick<CampaignOutcome, "plan">): string {
-  return outcome.plan.faults.map((fault) => `  #${fault.index} ${describeFault(fault)}`).join("\n");
-}
-
 function faultKinds(outcome: CampaignOutcome): Record<string, number> {
   const kinds = outcome.plan.faults.filter((fault) => outcome.faults.some((a) => a.index === fault.index));
   return tally(kinds.map((fault) => fault.action.kind satisfies FaultKind));

@@ -1,4 +1,3 @@
-import { z } from "zod";
 import { envInt } from "../../../libs/config/env-fields.js";
 
 /**
@@ -12,6 +11,3 @@ export const retentionEnvFields = {
   EVENT_RETENTION_SECONDS: envInt(86_400, 1),
   RESULT_RETENTION_SECONDS: envInt(86_400, 1),
 };
-
-export const retentionEnvSchema = z.object(retentionEnvFields);
-export type RetentionConfig = z.infer<typeof retentionEnvSchema>;

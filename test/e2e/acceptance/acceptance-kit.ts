@@ -218,13 +218,6 @@ export const utterancesOf = (lamp: TestLamp, resultId: string): PlaybackStart[] 
   lamp.utterances.filter((utterance) => utterance.resultId === resultId);
 
 /** The runs' deliveryIds once their receipts bound (the Harness accepted and the OS recorded the delivery). */
-export async function boundDeliveries(probe: DeviceProbe, runIds: string[]): Promise<string[]> {
-  const runs = await Promise.all(
-    runIds.map((runId) => probe.runUntil(runId, (run) => run.deliveryId !== null)),
-  );
-  return runs.map((run) => run.deliveryId ?? "");
-}
-
 /** The value of one Prometheus sample on a service's /metrics (0 when the series does not exist yet). */
 export async function metricValue(
   stack: E2EStack,
