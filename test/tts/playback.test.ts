@@ -1,6 +1,8 @@
+import { Job, Queue } from "bullmq";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HostedServices } from "../../libs/service/service-host.js";
-import { PlaybackQueue } from "../../services/tts-dispatcher/playback/playback-queue.js";
+import { playbackJobId } from "../../services/tts-dispatcher/playback/playback-ids.js";
+import { PLAYBACK_QUEUE, PlaybackQueue } from "../../services/tts-dispatcher/playback/playback-queue.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
 import { startTtsDispatcher } from "./tts-service.js";
@@ -10,13 +12,17 @@ let os: OsStoreFixture;
 let service: HostedServices | undefined;
 let lamp: StreamLamp | undefined;
 let deviceSeq = 0;
+/** Read-only handle on the worker's queue, to see how often a job was attempted. */
+let jobs: Queue;
 
 beforeAll(async () => {
   t = createTestRedis("tts-playback");
   os = new OsStoreFixture(t.redis, t.keys);
   service = await startTtsDispatcher(t);
+  jobs = new Queue(PLAYBACK_QUEUE, { connection: { url: t.url }, prefix: `${t.keys.prefix}:bull` });
 });
 afterAll(async () => {
+  await jobs.close();
   await service?.stop();
   await t.cleanup();
 });
@@ -30,6 +36,7 @@ const outboxIn = (deviceId: string, resultKey: string, ...states: string[]) =>
   );
 const startsFor = async (deviceId: string) =>
   (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId);
+const attemptsMade = async (jobId: string) => (await Job.fromId(jobs, jobId))?.attemptsMade ?? 0;
 const metricsText = async () => (await fetch(`${service?.url}/metrics`)).text();
 
 async function resolvedFor(
@@ -130,8 +137,15 @@ describe("lamp-playback worker", () => {
     lamp = new StreamLamp(os).start();
     await os.setPresence(deviceId, "gw-killed", { alive: false });
     const resultKey = await resolvedFor(deviceId, "r-dead-gateway", { runId: "a", createdAt: 1 });
-    await outboxIn(deviceId, resultKey, "queued");
-    await new Promise((resolve) => setTimeout(resolve, 300)); // a few attempts, each finding the gateway dead
+    const queued = await outboxIn(deviceId, resultKey, "queued");
+    const job = playbackJobId(deviceId, String(queued?.playbackId));
+    // Two attempts have found the gateway dead (each one retried), with attempts left for when the Lamp is back.
+    expect(
+      await waitFor(
+        () => attemptsMade(job),
+        (made) => made >= 2,
+      ),
+    ).toBeGreaterThanOrEqual(2);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "queued" });
     expect(await os.deliveries("gw-killed")).toEqual([]);
 
