@@ -43,3 +43,19 @@ export function consumerSettingsOf(base: BaseEnv): StreamConsumerSettings {
     retryDelayMs: base.STREAM_RETRY_DELAY_MS,
   };
 }
+
+/**
+ * A service definition from its configuration parser and its start: the parser checks the environment at boot
+ * (nothing started yet) and its result is what `start` receives, so no service parses its own config twice in code.
+ */
+export function defineService<Config>(service: {
+  name: string;
+  config: (env: NodeJS.ProcessEnv) => Config;
+  start: (context: ServiceContext, config: Config) => Promise<RunningService>;
+}): ServiceDefinition {
+  return {
+    name: service.name,
+    checkConfig: (env) => void service.config(env),
+    start: (context) => service.start(context, service.config(context.env)),
+  };
+}

@@ -7,7 +7,7 @@ import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { gatewayReplyStream } from "../../libs/os-store/commands.js";
 import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
 import { OsQueries } from "../../libs/os-store/os-queries.js";
-import type { ServiceContext, ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { errorMessage } from "../../libs/streams/stream-consumer.js";
 import { deviceGatewayConfigSchema } from "./config.js";
 import { LampConnections } from "./lamp-connections.js";
@@ -52,13 +52,10 @@ function metricsOf(registry: Registry) {
 }
 
 /** The Lamp WebSocket, run registration, playback delivery and acks, and the OS query API. */
-export const deviceGatewayService: ServiceDefinition = {
+export const deviceGatewayService = defineService({
   name: "device-gateway",
-  checkConfig(env) {
-    parseConfig(deviceGatewayConfigSchema, env);
-  },
-  async start(ctx: ServiceContext) {
-    const config = parseConfig(deviceGatewayConfigSchema, ctx.env);
+  config: (env) => parseConfig(deviceGatewayConfigSchema, env),
+  async start(ctx, config) {
     const instanceId = config.GATEWAY_INSTANCE_ID ?? randomUUID();
     const redis = ctx.connections.command;
     const metrics = metricsOf(ctx.metrics);
@@ -191,4 +188,4 @@ export const deviceGatewayService: ServiceDefinition = {
       },
     };
   },
-};
+});

@@ -1,6 +1,6 @@
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAMS } from "../../libs/contract/streams.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { loadAgentsFile } from "./agents-file.js";
 import { engineRunnerEnvSchema } from "./config.js";
@@ -11,17 +11,15 @@ import { RunnerMetrics } from "./runner-metrics.js";
 import { TranscriptAgent } from "./transcript-agent.js";
 
 /** Hosts the engines of one machine: `harness.dispatch` in, `engine.records` out (raw frames, untouched). */
-export const engineRunnerService: ServiceDefinition = {
+export const engineRunnerService = defineService({
   name: "engine-runner",
 
-  checkConfig(env) {
+  config(env) {
     const config = parseConfig(engineRunnerEnvSchema, env);
-    loadAgentsFile(config.AGENTS_FILE, config.MACHINE_ID);
+    return { config, ...loadAgentsFile(config.AGENTS_FILE, config.MACHINE_ID) };
   },
 
-  async start(ctx) {
-    const config = parseConfig(engineRunnerEnvSchema, ctx.env);
-    const { machineId, agents } = loadAgentsFile(config.AGENTS_FILE, config.MACHINE_ID);
+  async start(ctx, { config, machineId, agents }) {
     const metrics = RunnerMetrics.of(ctx.metrics);
     const deps = {
       redis: ctx.connections.command,
@@ -65,4 +63,4 @@ export const engineRunnerService: ServiceDefinition = {
       },
     };
   },
-};
+});

@@ -1,5 +1,5 @@
 import { STREAMS } from "../../libs/contract/streams.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { limitsOf, parseEvidenceExtractorConfig } from "./config.js";
@@ -11,13 +11,10 @@ import { RecordProcessor } from "./record-processor.js";
 export const EVIDENCE_EXTRACTOR_GROUP = "evidence-extractor";
 
 /** engine.records -> identity bindings, per-runtime evidence state -> harness.evidence. */
-export const evidenceExtractorService: ServiceDefinition = {
+export const evidenceExtractorService = defineService({
   name: "evidence-extractor",
-  checkConfig(env) {
-    parseEvidenceExtractorConfig(env);
-  },
-  async start(ctx) {
-    const config = parseEvidenceExtractorConfig(ctx.env);
+  config: parseEvidenceExtractorConfig,
+  async start(ctx, config) {
     const redis = ctx.connections.command;
     // We produce harness.evidence: its consumer group exists before our first entry (DESIGN §2).
     await ensureConsumerGroup(redis, ctx.keys.stream(STREAMS.harnessEvidence.name), "result-producer");
@@ -39,4 +36,4 @@ export const evidenceExtractorService: ServiceDefinition = {
     });
     return { stop: () => consumer.stop() };
   },
-};
+});

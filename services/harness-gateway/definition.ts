@@ -4,7 +4,7 @@ import {
   type HarnessLimits,
 } from "../../libs/contract/harness-wire.js";
 import { MAX_GROUP_MEMBERS, MAX_RESULT_PAYLOAD_BYTES } from "../../libs/contract/turn-result.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { AgentDirectory } from "./agent-directory.js";
@@ -42,13 +42,10 @@ export function publishedLimits(config: GatewayConfig): HarnessLimits {
 }
 
 /** Reservations, the Harness WebSocket transport, capability negotiation, replay/resync and revocation. */
-export const harnessGatewayService: ServiceDefinition = {
+export const harnessGatewayService = defineService({
   name: "harness-gateway",
-  checkConfig(env) {
-    loadGatewayConfig(env);
-  },
-  async start(ctx) {
-    const { config, agents } = loadGatewayConfig(ctx.env);
+  config: loadGatewayConfig,
+  async start(ctx, { config, agents }) {
     const redis = ctx.connections.command;
     const metrics = gatewayMetrics(ctx.metrics);
     const reservations = new ReservationStore(redis, ctx.keys, {
@@ -105,4 +102,4 @@ export const harnessGatewayService: ServiceDefinition = {
       },
     };
   },
-};
+});

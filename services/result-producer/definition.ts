@@ -1,7 +1,7 @@
 import { Counter } from "prom-client";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAMS } from "../../libs/contract/streams.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { InstanceIdentity } from "../harness-gateway/store/instance-identity.js";
 import { producerEnvSchema } from "./config.js";
@@ -11,13 +11,10 @@ import { EvidenceHandler } from "./evidence-handler.js";
 export const RESULT_PRODUCER_GROUP = "result-producer";
 
 /** harness.evidence -> receipts, immutable results and per-device event logs. */
-export const resultProducerService: ServiceDefinition = {
+export const resultProducerService = defineService({
   name: "result-producer",
-  checkConfig(env) {
-    parseConfig(producerEnvSchema, env);
-  },
-  async start(ctx) {
-    const config = parseConfig(producerEnvSchema, ctx.env);
+  config: (env) => parseConfig(producerEnvSchema, env),
+  async start(ctx, config) {
     const redis = ctx.connections.command;
     const handler = new EvidenceHandler({
       ledger: new DeviceLedger(redis, ctx.keys, config),
@@ -44,4 +41,4 @@ export const resultProducerService: ServiceDefinition = {
     });
     return { stop: () => consumer.stop() };
   },
-};
+});

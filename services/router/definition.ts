@@ -1,19 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { parseConfig } from "../../libs/config/load-config.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { routerConfigSchema } from "./config.js";
 import { DeviceLeases } from "./device-leases.js";
 import { DeviceSession } from "./device-session.js";
 import { RouterMetrics } from "./router-metrics.js";
 
 /** The OS's link to the Harness: one authenticated session per device, validation and member resolution. */
-export const routerService: ServiceDefinition = {
+export const routerService = defineService({
   name: "router",
-  checkConfig(env) {
-    parseConfig(routerConfigSchema, env);
-  },
-  async start(ctx) {
-    const config = parseConfig(routerConfigSchema, ctx.env);
+  config: (env) => parseConfig(routerConfigSchema, env),
+  async start(ctx, config) {
     const owner = config.ROUTER_INSTANCE_ID ?? `${ctx.consumerName}-${randomUUID().slice(0, 8)}`;
     const metrics = new RouterMetrics(ctx.metrics);
     const redis = ctx.connections.command;
@@ -44,4 +41,4 @@ export const routerService: ServiceDefinition = {
     ctx.log.info({ owner, harness: config.HARNESS_URL }, "router started");
     return { stop: () => leases.stop() };
   },
-};
+});

@@ -1,7 +1,7 @@
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { Failpoint } from "../../libs/os-store/failpoint.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { runResolverConfigSchema } from "./config.js";
@@ -10,13 +10,10 @@ import { ResultResolution } from "./result-resolution.js";
 export const RUN_RESOLVER_GROUP = "run-resolver";
 
 /** Atomic result store, dedupe and run resolution: `os.routed` -> `os.resolved`. */
-export const runResolverService: ServiceDefinition = {
+export const runResolverService = defineService({
   name: "run-resolver",
-  checkConfig(env) {
-    parseConfig(runResolverConfigSchema, env);
-  },
-  async start(ctx) {
-    const config = parseConfig(runResolverConfigSchema, ctx.env);
+  config: (env) => parseConfig(runResolverConfigSchema, env),
+  async start(ctx, config) {
     const redis = ctx.connections.command;
     const failpoint = new Failpoint(config.FAILPOINT, redis, ctx.keys);
     const resolution = new ResultResolution(redis, ctx.keys, failpoint, ctx.log, ctx.metrics);
@@ -29,4 +26,4 @@ export const runResolverService: ServiceDefinition = {
     });
     return { stop: () => consumer.stop() };
   },
-};
+});

@@ -1,7 +1,7 @@
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { parseConfig } from "../../libs/config/load-config.js";
-import type { ServiceDefinition } from "../../libs/service/service-context.js";
+import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ttsDispatcherEnvSchema } from "./config.js";
 import { LampEventHandler } from "./lamp-event-handler.js";
@@ -16,13 +16,10 @@ export const RESOLVED_GROUP = "tts-dispatcher";
 export const LAMP_EVENTS_GROUP = "tts-dispatcher-acks";
 
 /** os.resolved → outbox → BullMQ lamp-playback → the Lamp, plus the Lamp's acks and "say that again". */
-export const ttsDispatcherService: ServiceDefinition = {
+export const ttsDispatcherService = defineService({
   name: "tts-dispatcher",
-  checkConfig(env) {
-    parseConfig(ttsDispatcherEnvSchema, env);
-  },
-  async start(ctx) {
-    const config = parseConfig(ttsDispatcherEnvSchema, ctx.env);
+  config: (env) => parseConfig(ttsDispatcherEnvSchema, env),
+  async start(ctx, config) {
     const metrics = TtsMetrics.of(ctx.metrics);
     const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
     const store = new PlaybackStore(ctx.connections.command, ctx.keys);
@@ -83,4 +80,4 @@ export const ttsDispatcherService: ServiceDefinition = {
       },
     };
   },
-};
+});
