@@ -1,30 +1,13 @@
-import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { z } from "zod";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
-import { corpusAvailable, corpusPath } from "../helpers/corpus.js";
+import { corpusAvailable } from "../helpers/corpus.js";
+import { osReplayCases } from "../helpers/os-replay-cases.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
 import { framesHandled, osEnv, resolverIdle, seedRun, statesOf, streamLength } from "./os-fixture.js";
-
-const replayCasesSchema = z.object({
-  pending: z.array(z.object({ deliveryId: z.string(), idempotencyKey: z.string() })),
-  originatingServerInstanceId: z.string(),
-  steps: z.array(
-    z.object({
-      event: z.record(z.string(), z.unknown()),
-      expected: z.object({
-        resolve: z.array(z.string()).optional(),
-        pending: z.array(z.string()).optional(),
-        ttsEnqueueCount: z.number().optional(),
-        resendInput: z.boolean().optional(),
-      }),
-    }),
-  ),
-});
 
 const DEVICE = "lamp-corpus";
 let t: TestRedis;
@@ -43,9 +26,7 @@ describe.skipIf(!corpusAvailable)(
     it.each(["turn-correlation-v2", "summary-correlation"])(
       "%s: every step resolves exactly the expected runs, speaks once per result, and resync resends nothing",
       async (profile) => {
-        const cases = replayCasesSchema.parse(
-          JSON.parse(readFileSync(corpusPath("openharness", profile, "os-replay-cases.json"), "utf8")),
-        );
+        const cases = osReplayCases(profile);
         t = createTestRedis(`corpus-${profile}`);
         peer = await ScriptedHarnessPeer.start("os-test-secret-0123456789abcdef");
         peer.originatingInstanceId = cases.originatingServerInstanceId;

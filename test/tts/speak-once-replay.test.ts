@@ -1,28 +1,16 @@
-import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { z } from "zod";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
 import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
-import { corpusAvailable, corpusPath } from "../helpers/corpus.js";
+import { corpusAvailable } from "../helpers/corpus.js";
+import { osReplayCases } from "../helpers/os-replay-cases.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "../os/harness-peer.js";
 import { JWT_SECRET, osEnv, pushAndSettle, resultEvent, seedRun } from "../os/os-fixture.js";
 import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
 import { ttsTestEnv } from "./tts-service.js";
-
-const replayCasesSchema = z.object({
-  pending: z.array(z.object({ deliveryId: z.string(), idempotencyKey: z.string() })),
-  originatingServerInstanceId: z.string(),
-  steps: z.array(
-    z.object({
-      event: z.record(z.string(), z.unknown()),
-      expected: z.object({ ttsEnqueueCount: z.number().optional() }),
-    }),
-  ),
-});
 
 const DEVICE = "lamp-speak-once";
 let t: TestRedis;
@@ -88,9 +76,7 @@ describe.skipIf(!corpusAvailable)(
     it.each(["turn-correlation-v2", "summary-correlation"])(
       "%s os-replay-cases: ttsEnqueueCount holds at every step (outbox entries, jobs and playback.start)",
       async (profile) => {
-        const cases = replayCasesSchema.parse(
-          JSON.parse(readFileSync(corpusPath("openharness", profile, "os-replay-cases.json"), "utf8")),
-        );
+        const cases = osReplayCases(profile);
         peer.originatingInstanceId = cases.originatingServerInstanceId;
         for (const input of cases.pending)
           await seedRun(t, peer, DEVICE, {
