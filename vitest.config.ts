@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["libs/**/*.test.ts", "services/**/*.test.ts", "test/**/*.test.ts"],
+    include: ["libs/**/*.test.ts", "services/**/*.test.ts", "tools/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["test/setup/redis-global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,8 +1,12 @@
+import { z } from "zod";
 import type { Redis } from "ioredis";
 import { LuaScript } from "../redis/lua-script.js";
 import type { ProtocolErrorRecord, RejectionRecord } from "./result-record.js";
 
-const appendOnce = LuaScript.fromFile(new URL("./lua/append-once-1.lua", import.meta.url));
+const appendOnce = LuaScript.fromFile(
+  new URL("./lua/append-once-1.lua", import.meta.url),
+  z.union([z.literal(0), z.literal(1)]),
+);
 
 /** Appends to `B:rejections` / `B:protocol-errors` once per identity; returns whether this call recorded it. */
 export async function recordOnce(

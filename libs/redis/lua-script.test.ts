@@ -1,8 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LuaScript } from "./lua-script.js";
+import { z } from "zod";
+import { LuaReplyError, LuaScript } from "./lua-script.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 
-const script = LuaScript.fromFile(new URL("./test-lua/bounded-increment-1.lua", import.meta.url));
+const script = LuaScript.fromFile(
+  new URL("./test-lua/bounded-increment-1.lua", import.meta.url),
+  z.number().int(),
+);
+const withInclude = LuaScript.fromFile(
+  new URL("./test-lua/with-include-1.lua", import.meta.url),
+  z.number().int(),
+);
 let t: TestRedis;
 
 beforeEach(() => {
@@ -32,6 +40,24 @@ describe("Lua scripts as named, versioned units", () => {
   });
 
   it("rejects a file whose name does not say its key count", () => {
-    expect(() => LuaScript.fromFile("/tmp/no-count.lua")).toThrow("<name>-<numberOfKeys>.lua");
+    expect(() => LuaScript.fromFile("/tmp/no-count.lua", z.unknown())).toThrow("<name>-<numberOfKeys>.lua");
+  });
+
+  it("inlines each shared include once and runs the result", async () => {
+    expect(withInclude.source.match(/local RECEIPT_RANK/g)).toHaveLength(1);
+    expect(withInclude.source).not.toContain("--!include");
+    expect(await withInclude.run(t.redis, [t.keys.key("unused")], ["started"])).toBe(2);
+    expect(await withInclude.run(t.redis, [t.keys.key("unused")], ["nonsense"])).toBe(-1);
+  });
+
+  it("refuses a reply its schema does not allow, naming the script and the reply", async () => {
+    const strict = LuaScript.fromFile(
+      new URL("./test-lua/bounded-increment-1.lua", import.meta.url),
+      z.literal(-1),
+    );
+    await expect(strict.run(t.redis, [t.keys.key("fresh")], [1, 5])).rejects.toThrow(LuaReplyError);
+    await expect(strict.run(t.redis, [t.keys.key("fresh2")], [1, 5])).rejects.toThrow(
+      "bounded-increment replied 1",
+    );
   });
 });

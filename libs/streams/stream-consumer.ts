@@ -6,6 +6,8 @@ import type { RedisConnections } from "../redis/connections.js";
 import { StreamMetrics } from "./stream-metrics.js";
 import { ensureConsumerGroup, PAYLOAD_FIELD } from "./stream-writer.js";
 import type { Registry } from "prom-client";
+import { sleep } from "../timing/sleep.js";
+import { errorMessage } from "../errors/error-message.js";
 
 export interface StreamEntry<T> {
   id: string;
@@ -330,9 +332,3 @@ function parsePayload<S extends z.ZodType>(
   const issue = result.error.issues[0];
   return { ok: false, error: `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}` };
 }
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

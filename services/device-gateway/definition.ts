@@ -8,7 +8,7 @@ import { gatewayReplyStream } from "../../libs/os-store/commands.js";
 import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
 import { OsQueries } from "../../libs/os-store/os-queries.js";
 import { defineService } from "../../libs/service/service-context.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { deviceGatewayConfigSchema } from "./config.js";
 import { LampConnections } from "./lamp-connections.js";
 import { LampFrames } from "./lamp-frames.js";

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 /**
  * Tells the playback worker this gateway instance is alive: a key with a TTL of three beats, set before the first

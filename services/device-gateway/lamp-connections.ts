@@ -4,7 +4,7 @@ import { issuedBeforeRevocation } from "../../libs/auth/tokens.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { lampRevokedAt } from "./lamp-revocation.js";
 
 const presenceScript = LuaScript.fromFile(new URL("./lua/refresh-presence-1.lua", import.meta.url));

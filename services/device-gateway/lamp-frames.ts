@@ -14,7 +14,7 @@ import type { Logger } from "../../libs/logging/logger.js";
 import type { SendReply } from "../../libs/os-store/commands.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { ReceiptWaiters } from "./receipt-waiters.js";
 import type { RunRegistration } from "./run-registration.js";

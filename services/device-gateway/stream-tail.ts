@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { z } from "zod";
 import type { Logger } from "../../libs/logging/logger.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 
 type RawEntry = [id: string, fields: string[]];

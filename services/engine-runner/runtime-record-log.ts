@@ -4,7 +4,7 @@ import { STREAMS, engineRecordSchema, type EngineRecord } from "../../libs/contr
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import type { RunnerMetrics } from "./runner-metrics.js";
 
 export type RecordBody = EngineRecord["record"];

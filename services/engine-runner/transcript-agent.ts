@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { open, stat } from "node:fs/promises";
 import type { AgentConfig } from "../../libs/contract/engine.js";
 import type { HarnessDispatch } from "../../libs/contract/streams.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import type { DeliveryMarkers } from "./delivery-marker.js";
 import { RuntimeRecordLog, type RecordLogDeps } from "./runtime-record-log.js";
 

@@ -12,11 +12,12 @@ import {
 } from "../../libs/os-store/commands.js";
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { appendToStream, ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import type { HarnessLink } from "./harness-link.js";
 import type { RouterMetrics } from "./router-metrics.js";
 import type { RouterStore } from "./router-store.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 /** Errors after which the same key may be sent again; any other refusal is final for the run. */
 const TRANSIENT_ERRORS = new Set(["BACKPRESSURE", "RATE_LIMITED", "INTERNAL"]);
@@ -199,4 +200,3 @@ function parseJson(text: string | undefined): unknown {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

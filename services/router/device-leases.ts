@@ -3,7 +3,7 @@ import type { Logger } from "../../libs/logging/logger.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 const holdLease = LuaScript.fromFile(new URL("./lua/hold-lease-1.lua", import.meta.url));
 

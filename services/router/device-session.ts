@@ -10,13 +10,14 @@ import type { Logger } from "../../libs/logging/logger.js";
 import { Failpoint } from "../../libs/os-store/failpoint.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { errorMessage } from "../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { CommandProcessor, type LiveLink } from "./command-processor.js";
 import type { RouterConfig } from "./config.js";
 import { EventIntake } from "./event-intake.js";
 import { HarnessLink } from "./harness-link.js";
 import type { RouterMetrics } from "./router-metrics.js";
 import { RouterStore } from "./router-store.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 export interface SessionDeps {
   deviceId: string;
@@ -177,4 +178,3 @@ export class DeviceSession {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,6 +7,7 @@ import {
   type PlaybackStart,
   type ReplyRoute,
 } from "../../libs/contract/lamp-wire.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 export interface TestLampOptions {
   url: string;
@@ -158,4 +159,3 @@ export class TestLamp {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

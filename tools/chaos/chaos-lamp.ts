@@ -6,6 +6,7 @@ import {
 } from "../../libs/contract/lamp-wire.js";
 import { TestLamp } from "../../test/e2e/test-lamp.js";
 import type { PlannedInput } from "./campaign-plan.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 /** How the Lamp answers a playback.start: ack at once, ack late, or never (a lost ack). */
 export type AckPolicy = { mode: "prompt" } | { mode: "late"; delayMs: number } | { mode: "never" };
@@ -207,4 +208,3 @@ export class ChaosLamp {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,6 +3,7 @@ import { SERVICE_NAMES, type E2EStack, type ServiceName } from "../../test/e2e/s
 import { describeFault, type FaultTrack, type PlannedFault } from "./campaign-plan.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
 import type { TrafficProgress } from "./traffic.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 export interface AppliedFault {
   index: number;
@@ -122,4 +123,3 @@ export class FaultController {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

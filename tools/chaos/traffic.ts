@@ -4,6 +4,7 @@ import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { MACHINE } from "../../test/e2e/stack.js";
 import type { AnswerStyle, CampaignPlan, PlannedInput, PlannedTurn } from "./campaign-plan.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 /** Turns started so far: the clock the fault schedule fires on. */
 export class TrafficProgress {
@@ -192,4 +193,3 @@ export class TrafficGenerator {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

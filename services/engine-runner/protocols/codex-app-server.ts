@@ -9,6 +9,7 @@ import {
   type PlannedFrame,
   type Transmit,
 } from "./engine-session.js";
+import { sleep } from "../../../libs/timing/sleep.js";
 
 const CLIENT_INFO = { name: "lampline", title: "Lampline", version: "0.1.0" };
 /** How long an input waits for the turn id of a turn/start still in flight before it is planned anyway. */
@@ -129,4 +130,3 @@ function expectResult(response: Response, method: string): unknown {
   return response.result;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());

@@ -4,7 +4,7 @@ import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import type { PlaybackRecord, PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { errorMessage } from "../../../libs/streams/stream-consumer.js";
+import { errorMessage } from "../../../libs/errors/error-message.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../config.js";
 import { crashIfAt } from "../crash-point.js";

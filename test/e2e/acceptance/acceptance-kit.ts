@@ -3,6 +3,7 @@ import { STREAMS } from "../../../libs/contract/streams.js";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import type { E2EStack } from "../stack.js";
 import type { TestLamp } from "../test-lamp.js";
+import { sleep } from "../../../libs/timing/sleep.js";
 
 /** GET /v1/runs/:id as the OS query API answers it (DESIGN §7). */
 export interface RunView {
@@ -59,7 +60,6 @@ export async function until<T>(
   }
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The device-scoped view of the OS API and the Harness store for one Lamp. */
 export class DeviceProbe {
