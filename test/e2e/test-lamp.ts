@@ -158,4 +158,3 @@ export class TestLamp {
     this.send({ type: "playback.ack", playbackId: start.data.playbackId, state: "finished" });
   }
 }
-

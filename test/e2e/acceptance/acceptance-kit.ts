@@ -1,3 +1,4 @@
+import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { PlaybackStart } from "../../../libs/contract/lamp-wire.js";
 import { STREAMS } from "../../../libs/contract/streams.js";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
@@ -60,13 +61,16 @@ export async function until<T>(
   }
 }
 
-
 /** The device-scoped view of the OS API and the Harness store for one Lamp. */
 export class DeviceProbe {
+  private readonly os: OsDeviceKeys;
+
   constructor(
     readonly stack: E2EStack,
     readonly deviceId: string,
-  ) {}
+  ) {
+    this.os = new OsDeviceKeys(stack.keys, deviceId);
+  }
 
   async run(runId: string): Promise<RunView> {
     const { status, body } = await this.stack.api<RunView>(this.deviceId, `/v1/runs/${runId}`);
@@ -111,10 +115,7 @@ export class DeviceProbe {
 
   /** The Harness receipt the OS last bound to the run (state and, when unknown, the error code). */
   async receipt(runId: string): Promise<{ state: string; error?: { code: string } } | undefined> {
-    const raw = await this.stack.redis.hget(
-      `${this.stack.keys.osDevice(this.deviceId)}:run:${runId}`,
-      "receipt",
-    );
+    const raw = await this.stack.redis.hget(this.os.run(runId), "receipt");
     return raw === null ? undefined : (JSON.parse(raw) as { state: string; error?: { code: string } });
   }
 
@@ -125,7 +126,7 @@ export class DeviceProbe {
 
   /** Outbox states of every result of this device (one entry per result identity). */
   async outboxStates(): Promise<string[]> {
-    const keys = await scanKeys(this.stack, `${this.stack.keys.osDevice(this.deviceId)}:outbox:*`);
+    const keys = await scanKeys(this.stack, this.os.outbox("*"));
     const states = await Promise.all(keys.map((key) => this.stack.redis.hget(key, "state")));
     return states.map((state) => state ?? "(none)");
   }
@@ -153,9 +154,9 @@ export class DeviceProbe {
   private async deviceQuiet(): Promise<boolean> {
     const { redis, keys } = this.stack;
     const head = Number((await redis.get(`${keys.harnessDevice(this.deviceId)}:event-seq`)) ?? 0);
-    const cursor = Number((await redis.hget(`${keys.osDevice(this.deviceId)}:cursor`, "cursor")) ?? 0);
+    const cursor = Number((await redis.hget(this.os.cursor, "cursor")) ?? 0);
     if (cursor < head) return false;
-    if (!(await groupsDrained(this.stack, `${keys.osDevice(this.deviceId)}:commands`))) return false;
+    if (!(await groupsDrained(this.stack, this.os.commands))) return false;
     const states = await this.outboxStates();
     return states.every((state) => state !== "queued" && state !== "sending");
   }

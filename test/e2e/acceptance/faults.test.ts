@@ -1,3 +1,4 @@
+import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { E2EStack, MACHINE, type ServiceName } from "../stack.js";
@@ -239,7 +240,7 @@ describe(
 
       await stack.redis.del(stack.keys.key("h", "instance"));
       await stack.restart("harness-gateway");
-      const cursorKey = `${stack.keys.osDevice(deviceId)}:cursor`;
+      const cursorKey = new OsDeviceKeys(stack.keys, deviceId).cursor;
       const newInstance = await until(
         "router resumed on the new instance",
         async () => (await stack.redis.hget(cursorKey, "serverInstanceId")) ?? "",

@@ -232,7 +232,7 @@ describe.concurrent("seed 000 joint acceptance: routing and speech", { timeout: 
       expect(engineDeliveries(stack, AGENTS.slow)).toEqual([runA.deliveryId, runB.deliveryId]);
     });
 
-    it("Claude auth failure (is_error, 401): run resolved failed, receipt stays accepted (not completed), nothing spoken", async () => {
+    it("Claude auth failure (is_error, 401): run resolved failed, receipt stays started (never completed), nothing spoken", async () => {
       const { lamp, probe } = await device("lamp-l7-claude-failed");
       const a = await say(lamp, AGENTS.authFailure, "Anything.");
       const run = await resolvedRun(probe, a.runId);
@@ -240,7 +240,7 @@ describe.concurrent("seed 000 joint acceptance: routing and speech", { timeout: 
       await expectFailedUnspoken(probe, lamp, run, "failed");
     });
 
-    it("Codex failed turn: run resolved failed, receipt stays accepted (not completed), nothing spoken", async () => {
+    it("Codex failed turn: run resolved failed, receipt stays started (never completed), nothing spoken", async () => {
       const { lamp, probe } = await device("lamp-l7-codex-failed");
       const a = await say(lamp, AGENTS.codexFailed, "Anything.");
       const run = await resolvedRun(probe, a.runId);
