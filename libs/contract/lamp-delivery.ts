@@ -1,6 +1,6 @@
-import { z } from "zod";
-import { epochMsSchema, opaqueIdSchema, requestIdSchema } from "./identifiers.js";
-import { playbackAckStateSchema, playbackStartSchema } from "./lamp-wire.js";
+import { STREAM_CATALOG } from "./catalog.js";
+
+export * from "./lamp-payloads.js";
 
 /**
  * How the OS side moves Lamp traffic between processes (DESIGN §4):
@@ -11,40 +11,10 @@ import { playbackAckStateSchema, playbackStartSchema } from "./lamp-wire.js";
  *   that instance's heartbeat is alive;
  * - the gateway forwards what the Lamp says about playback (acks, "say that again") to `os.lamp_events`.
  */
-export const lampDeliverySchema = z.strictObject({
-  deviceId: opaqueIdSchema,
-  frame: playbackStartSchema,
-  sentAt: epochMsSchema,
-});
-export type LampDelivery = z.infer<typeof lampDeliverySchema>;
-
-export const lampEventSchema = z.discriminatedUnion("kind", [
-  z.strictObject({
-    kind: z.literal("playback.ack"),
-    deviceId: opaqueIdSchema,
-    playbackId: opaqueIdSchema,
-    state: playbackAckStateSchema,
-    at: epochMsSchema,
-  }),
-  /** "Say that again": a new, explicit playback of a stored result the device owns. */
-  z.strictObject({
-    kind: z.literal("playback.repeat"),
-    deviceId: opaqueIdSchema,
-    requestId: requestIdSchema,
-    playbackId: opaqueIdSchema,
-    resultId: opaqueIdSchema,
-    at: epochMsSchema,
-  }),
-]);
-export type LampEvent = z.infer<typeof lampEventSchema>;
-
 export const LAMP_STREAMS = {
-  lampEvents: { name: "os.lamp_events", schema: lampEventSchema },
+  lampEvents: STREAM_CATALOG.lampEvents,
   /** One per device-gateway instance; read without a consumer group (a dead instance's socket is gone anyway). */
-  lampDelivery: (gatewayInstanceId: string) => ({
-    name: `os.lamp_delivery.${gatewayInstanceId}`,
-    schema: lampDeliverySchema,
-  }),
+  lampDelivery: STREAM_CATALOG.lampDelivery,
 } as const;
 
 /** Presence TTL: a gateway refreshes every third of it; a missing key proves there is no live Lamp connection. */

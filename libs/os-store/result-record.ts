@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { routedMemberSchema } from "../contract/streams.js";
+import { routedMemberSchema } from "../contract/pipeline-payloads.js";
 import { outcomeSchema } from "../contract/turn-result.js";
 
 /** The `B:result:<resultKey>` hash: one stored result with its membership, referenced by every member run. */

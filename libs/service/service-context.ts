@@ -34,16 +34,6 @@ export interface ServiceDefinition {
   start(context: ServiceContext): Promise<RunningService>;
 }
 
-export function consumerSettingsOf(base: BaseEnv): StreamConsumerSettings {
-  return {
-    batchSize: base.STREAM_BATCH_SIZE,
-    blockMs: base.STREAM_BLOCK_MS,
-    claimMinIdleMs: base.STREAM_CLAIM_MIN_IDLE_MS,
-    maxDeliveries: base.STREAM_MAX_DELIVERIES,
-    retryDelayMs: base.STREAM_RETRY_DELAY_MS,
-  };
-}
-
 /**
  * A service definition from its configuration parser and its start: the parser checks the environment at boot
  * (nothing started yet) and its result is what `start` receives, so no service parses its own config twice in code.

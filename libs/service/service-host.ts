@@ -7,7 +7,8 @@ import { createLogger } from "../logging/logger.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import { RedisConnections } from "../redis/connections.js";
 import { Keyspace } from "../redis/keyspace.js";
-import { consumerSettingsOf, type RunningService, type ServiceDefinition } from "./service-context.js";
+import { consumerSettingsOf } from "../streams/consumer-settings.js";
+import type { RunningService, ServiceDefinition } from "./service-context.js";
 
 export interface HostedServices {
   url: string;

@@ -1,0 +1,235 @@
+import type { z } from "zod";
+import { baseEnvSchema } from "../config/env-fields.js";
+import { deviceCommandSchema, sendReplySchema } from "../os-store/commands.js";
+import { protocolErrorRecordSchema, rejectionRecordSchema } from "../os-store/result-record.js";
+import { consumerSettingsOf, STREAM_CONSUMER_ENV } from "../streams/consumer-settings.js";
+import { lampDeliverySchema, lampEventSchema, playbackJobSchema } from "./lamp-payloads.js";
+import {
+  engineRecordSchema,
+  harnessDispatchSchema,
+  harnessEvidenceSchema,
+  osResolvedSchema,
+  osRoutedSchema,
+} from "./pipeline-payloads.js";
+
+/**
+ * The catalog of what flows where: every stream with its payload schema, producers, consumer groups, dead letters
+ * and retry settings, and the BullMQ queue with its job schema. Producers and consumers take stream and group
+ * names from here, and the table in docs/architecture.md "Streams" is rendered from it (`npm run docs:catalog`).
+ */
+
+export type ServiceName =
+  | "harness-gateway"
+  | "engine-runner"
+  | "evidence-extractor"
+  | "result-producer"
+  | "device-gateway"
+  | "router"
+  | "run-resolver"
+  | "tts-dispatcher";
+
+export interface ConsumerGroup {
+  group: string;
+  service: ServiceName;
+}
+
+/** Something that exists once per instance (a gateway, a machine): call it with that instance's id. */
+export type PerInstance<T> = ((instanceId: string) => T) & { readonly instance: string };
+
+function perInstance<T>(instance: string, of: (instanceId: string) => T): PerInstance<T> {
+  return Object.assign(of, { instance });
+}
+
+/** Every pipeline group reads with its host's settings: these variables, these defaults. */
+export const HOST_CONSUMER_SETTINGS = {
+  env: STREAM_CONSUMER_ENV,
+  defaults: consumerSettingsOf(baseEnvSchema.parse({})),
+} as const;
+
+/** How a stream's entries are read, retried and dead-lettered. */
+export type StreamReading =
+  /** StreamConsumer: own pending first, stale entries reclaimed, poison and exhausted entries dead-lettered. */
+  | { kind: "consumer-group"; settings: typeof HOST_CONSUMER_SETTINGS; deadLetter: string }
+  /** One stable consumer per group, so whoever takes over inherits what is pending; entries are deleted once done. */
+  | { kind: "single-consumer"; consumer: string; retry: string }
+  /** Read from `$` without a group: whoever is not listening has nobody waiting any more. */
+  | { kind: "tail" }
+  /** Appended once per identity and read whole by range; nothing consumes it. */
+  | { kind: "audit-log" };
+
+export interface StreamSpec<S extends z.ZodType = z.ZodType> {
+  name: string;
+  schema: S;
+  /** `pipeline`: key `<prefix>:stream:<name>`; `device`: under the device base `B = <prefix>:os:{d:<deviceId>}`. */
+  keyspace: "pipeline" | "device";
+  producers: readonly ServiceName[];
+  consumers: Readonly<Record<string, ConsumerGroup | PerInstance<ConsumerGroup>>>;
+  reading: StreamReading;
+  /** What one entry says, in a line. */
+  carries: string;
+}
+
+const hostGroups = (name: string) =>
+  ({ kind: "consumer-group", settings: HOST_CONSUMER_SETTINGS, deadLetter: `${name}:dlq` }) as const;
+
+export const STREAM_CATALOG = {
+  harnessDispatch: {
+    name: "harness.dispatch",
+    schema: harnessDispatchSchema,
+    keyspace: "pipeline",
+    producers: ["harness-gateway"],
+    consumers: {
+      engineRunner: perInstance(
+        "machineId",
+        (machineId) =>
+          ({
+            group: `engine-runner.${machineId}`,
+            service: "engine-runner",
+          }) as const,
+      ),
+    },
+    reading: hostGroups("harness.dispatch"),
+    carries: "`input` (deliveryId, device, key, agent, text) or `stop`",
+  },
+  engineRecords: {
+    name: "engine.records",
+    schema: engineRecordSchema,
+    keyspace: "pipeline",
+    producers: ["engine-runner"],
+    consumers: { evidenceExtractor: { group: "evidence-extractor", service: "evidence-extractor" } },
+    reading: hostGroups("engine.records"),
+    carries:
+      "raw engine frames (inbound, unmodified), what we wrote (outbound, linked to the input), hand-overs, runtime start/exit; `runtimeId` + gap-free `seq`",
+  },
+  harnessEvidence: {
+    name: "harness.evidence",
+    schema: harnessEvidenceSchema,
+    keyspace: "pipeline",
+    producers: ["evidence-extractor"],
+    consumers: { resultProducer: { group: "result-producer", service: "result-producer" } },
+    reading: hostGroups("harness.evidence"),
+    carries:
+      "`input.delivered`, `input.consumed`, `turn.completed` (proven members), `evidence.missing`, `input.rejected`, `stop.confirmed`",
+  },
+  osRouted: {
+    name: "os.routed",
+    schema: osRoutedSchema,
+    keyspace: "pipeline",
+    producers: ["router"],
+    consumers: { runResolver: { group: "run-resolver", service: "run-resolver" } },
+    reading: hostGroups("os.routed"),
+    carries:
+      "one validated result with every member resolved to a local run, plus its canonical content hash",
+  },
+  osResolved: {
+    name: "os.resolved",
+    schema: osResolvedSchema,
+    keyspace: "pipeline",
+    producers: ["run-resolver"],
+    consumers: { ttsDispatcher: { group: "tts-dispatcher", service: "tts-dispatcher" } },
+    reading: hostGroups("os.resolved"),
+    carries: "result identity `(deviceId, serverInstanceId, resultId)`",
+  },
+  lampEvents: {
+    name: "os.lamp_events",
+    schema: lampEventSchema,
+    keyspace: "pipeline",
+    producers: ["device-gateway"],
+    consumers: { ttsDispatcher: { group: "tts-dispatcher-acks", service: "tts-dispatcher" } },
+    reading: hostGroups("os.lamp_events"),
+    carries: 'Lamp playback acks and "say that again" requests',
+  },
+  lampDelivery: perInstance(
+    "gatewayId",
+    (gatewayId) =>
+      ({
+        name: `os.lamp_delivery.${gatewayId}`,
+        schema: lampDeliverySchema,
+        keyspace: "pipeline",
+        producers: ["tts-dispatcher"],
+        consumers: {},
+        reading: { kind: "tail" },
+        carries:
+          "`playback.start` (from the playback worker) for a device whose socket that gateway instance holds",
+      }) as const,
+  ),
+  gatewayReplies: perInstance(
+    "gatewayId",
+    (gatewayId) =>
+      ({
+        name: `os.gateway_replies.${gatewayId}`,
+        schema: sendReplySchema,
+        keyspace: "pipeline",
+        producers: ["router"],
+        consumers: {},
+        reading: { kind: "tail" },
+        carries:
+          "the answer to a `send` command: `{deviceId, runId, receipt | null, error?}`, which the waiting `voice.request` returns",
+      }) as const,
+  ),
+  deviceCommands: {
+    name: "B:commands",
+    schema: deviceCommandSchema,
+    keyspace: "device",
+    producers: ["device-gateway"],
+    consumers: { router: { group: "router", service: "router" } },
+    reading: {
+      kind: "single-consumer",
+      consumer: "owner",
+      retry:
+        "after a failure it re-reads its pending entries `HARNESS_RECONNECT_MS` later; a malformed entry is dropped",
+    },
+    carries: "`send` / `stop` per run, written in the Lua step that registers or cancels the run",
+  },
+  rejections: {
+    name: "B:rejections",
+    schema: rejectionRecordSchema,
+    keyspace: "device",
+    producers: ["router", "run-resolver"],
+    consumers: {},
+    reading: { kind: "audit-log" },
+    carries: "a rejected Harness event with its reason (once per identity, see `B:rejections-ids`)",
+  },
+  protocolErrors: {
+    name: "B:protocol-errors",
+    schema: protocolErrorRecordSchema,
+    keyspace: "device",
+    producers: ["run-resolver"],
+    consumers: {},
+    reading: { kind: "audit-log" },
+    carries: "the same resultId with different content or membership",
+  },
+} as const satisfies Record<string, StreamSpec | PerInstance<StreamSpec>>;
+
+export interface QueueSpec<S extends z.ZodType = z.ZodType> {
+  name: string;
+  schema: S;
+  producers: readonly ServiceName[];
+  worker: ServiceName;
+  /** BullMQ attempts and backoff, and the lock after which a dead worker's job runs again (the visibility timeout). */
+  retry: { attemptsEnv: string; backoff: "exponential"; delayEnv: string; lockEnv: string };
+  carries: string;
+}
+
+/** BullMQ queues, prefix `<prefix>:bull`. */
+export const QUEUE_CATALOG = {
+  lampPlayback: {
+    name: "lamp-playback",
+    schema: playbackJobSchema,
+    producers: ["tts-dispatcher"],
+    worker: "tts-dispatcher",
+    retry: {
+      attemptsEnv: "PLAYBACK_MAX_ATTEMPTS",
+      backoff: "exponential",
+      delayEnv: "PLAYBACK_RETRY_DELAY_MS",
+      lockEnv: "PLAYBACK_LOCK_DURATION_MS",
+    },
+    carries:
+      "one job per playback (an outbox entry's answer, a failure notice, a repeat); the answer's job id is derived from the result identity",
+  },
+} as const satisfies Record<string, QueueSpec>;
+
+/** The streams that consumer groups read with the host's settings (what must drain before a system is quiet). */
+export const PIPELINE_STREAMS: readonly StreamSpec[] = Object.values(STREAM_CATALOG).flatMap((entry) =>
+  typeof entry !== "function" && entry.reading.kind === "consumer-group" ? [entry] : [],
+);

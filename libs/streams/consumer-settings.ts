@@ -1,0 +1,23 @@
+import type { BaseEnv } from "../config/env-fields.js";
+import type { StreamConsumerSettings } from "./stream-consumer.js";
+
+/** The environment variable behind each consumer setting: every pipeline group uses its host's values. */
+export const STREAM_CONSUMER_ENV = {
+  batchSize: "STREAM_BATCH_SIZE",
+  blockMs: "STREAM_BLOCK_MS",
+  claimMinIdleMs: "STREAM_CLAIM_MIN_IDLE_MS",
+  maxDeliveries: "STREAM_MAX_DELIVERIES",
+  retryDelayMs: "STREAM_RETRY_DELAY_MS",
+} as const satisfies Record<keyof StreamConsumerSettings, keyof BaseEnv>;
+
+/** The host's consumer settings, read from the variables named in STREAM_CONSUMER_ENV. */
+export function consumerSettingsOf(base: BaseEnv): StreamConsumerSettings {
+  const env = STREAM_CONSUMER_ENV;
+  return {
+    batchSize: base[env.batchSize],
+    blockMs: base[env.blockMs],
+    claimMinIdleMs: base[env.claimMinIdleMs],
+    maxDeliveries: base[env.maxDeliveries],
+    retryDelayMs: base[env.retryDelayMs],
+  };
+}
