@@ -1,8 +1,7 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
-
-const script = LuaScript.fromFile(new URL("./lua/delivery-marker-1.lua", import.meta.url));
 
 /**
  * Per-input marker that makes dispatch idempotent on deliveryId across redelivery and runner crashes:
@@ -10,7 +9,14 @@ const script = LuaScript.fromFile(new URL("./lua/delivery-marker-1.lua", import.
  * - `recorded`: the outbound record exists; it may or may not have been written: never write again (fails closed).
  * - `written` / `handed_over` / `undeliverable`: done.
  */
-export type DeliveryState = "claimed" | "recorded" | "written" | "handed_over" | "undeliverable";
+const deliveryStateSchema = z.enum(["claimed", "recorded", "written", "handed_over", "undeliverable"]);
+export type DeliveryState = z.infer<typeof deliveryStateSchema>;
+
+/** "new" on the first claim, else the state stored before. */
+const claimScript = LuaScript.fromFile(
+  new URL("./lua/claim-delivery-1.lua", import.meta.url),
+  z.union([z.literal("new"), deliveryStateSchema]),
+);
 
 export class DeliveryMarkers {
   constructor(
@@ -25,13 +31,11 @@ export class DeliveryMarkers {
 
   /** True when this input may be written now (first sight, or claimed before a crash but never recorded). */
   async claim(agentId: string, deliveryId: string): Promise<{ writable: boolean; state: string }> {
-    const state = String(
-      await script.run(this.redis, [this.key(agentId, deliveryId)], ["claim", "", this.ttlSeconds]),
-    );
+    const state = await claimScript.run(this.redis, [this.key(agentId, deliveryId)], [this.ttlSeconds]);
     return { writable: state === "new" || state === "claimed", state };
   }
 
   async advance(agentId: string, deliveryId: string, state: DeliveryState): Promise<void> {
-    await script.run(this.redis, [this.key(agentId, deliveryId)], ["advance", state, this.ttlSeconds]);
+    await this.redis.set(this.key(agentId, deliveryId), state, "EX", this.ttlSeconds);
   }
 }

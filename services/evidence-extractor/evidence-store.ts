@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -7,8 +8,16 @@ import { bindingField, type IdentityBinding } from "./identity-binding.js";
 import type { RuntimeState } from "./runtime-state.js";
 import { parseStoredState } from "./stored-state.js";
 
-const advanceRuntime = LuaScript.fromFile(new URL("./lua/advance-runtime-1.lua", import.meta.url));
-const bindIdentities = LuaScript.fromFile(new URL("./lua/bind-identities-1.lua", import.meta.url));
+/** 1 when applied, 0 when another consumer already moved the runtime on. */
+const advanceRuntime = LuaScript.fromFile(
+  new URL("./lua/advance-runtime-1.lua", import.meta.url),
+  z.union([z.literal(0), z.literal(1)]),
+);
+/** The number of bindings that already existed with other content. */
+const bindIdentities = LuaScript.fromFile(
+  new URL("./lua/bind-identities-1.lua", import.meta.url),
+  z.number().int().nonnegative(),
+);
 
 export interface LoadedRuntime {
   /** Last applied seq (0 = nothing applied yet). */
@@ -40,12 +49,11 @@ export class EvidenceStore {
   async persistBindings(agentId: string, runtimeId: string, bindings: IdentityBinding[]): Promise<number> {
     if (bindings.length === 0) return 0;
     const pairs = bindings.flatMap((binding) => [bindingField(binding), JSON.stringify(binding)]);
-    const conflicts = await bindIdentities.run(
+    return bindIdentities.run(
       this.redis,
       [this.keys.agent(agentId)],
       [runtimeId, this.bindingRetentionMs, ...pairs],
     );
-    return Number(conflicts);
   }
 
   async bindings(agentId: string, runtimeId: string): Promise<Record<string, string>> {
@@ -69,7 +77,7 @@ export class EvidenceStore {
       [this.keys.agent(state.agentId)],
       [state.runtimeId, expectedSeq, state.appliedSeq, JSON.stringify(state), state.closed ? "1" : "0"],
     );
-    return Number(applied) === 1;
+    return applied === 1;
   }
 
   private runtimeKey(agentId: string, runtimeId: string): string {

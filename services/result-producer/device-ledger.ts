@@ -1,10 +1,15 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { eventsChannel, HarnessDeviceKeys } from "../harness-gateway/store/harness-keys.js";
 import type { ProducerConfig } from "./config.js";
 
-const applyScript = LuaScript.fromFile(new URL("./lua/apply-evidence-1.lua", import.meta.url));
+/** {status, detail}: a duplicate answers the detail its first application stored. */
+const applyScript = LuaScript.fromFile(
+  new URL("./lua/apply-evidence-1.lua", import.meta.url),
+  z.tuple([z.enum(["applied", "withheld", "duplicate"]), z.string()]),
+);
 
 export type LedgerOp = "delivered" | "consumed" | "rejected" | "stop_confirmed" | "unknown" | "result";
 
@@ -22,7 +27,7 @@ export class DeviceLedger {
   ) {}
 
   async apply(deviceId: string, op: LedgerOp, evidenceId: string, args: object): Promise<LedgerAnswer> {
-    const [status, detail] = (await applyScript.run(
+    const [status, detail] = await applyScript.run(
       this.redis,
       [new HarnessDeviceKeys(this.keys, deviceId).base],
       [
@@ -36,7 +41,7 @@ export class DeviceLedger {
         this.config.RESULT_RETENTION_SECONDS * 1000,
         JSON.stringify(args),
       ],
-    )) as [LedgerAnswer["status"], string];
+    );
     return { status, detail };
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import { canonicalHash } from "../../../libs/contract/canonical-json.js";
 import type { TurnSendRequest, TurnStopRequest } from "../../../libs/contract/harness-wire.js";
 import { receiptSchema, type Receipt } from "../../../libs/contract/receipt.js";
@@ -9,7 +10,14 @@ import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import { HarnessDeviceKeys } from "../store/harness-keys.js";
 
-const reserveScript = LuaScript.fromFile(new URL("../lua/reserve-1.lua", import.meta.url));
+/** {status, receiptJson}: the stored receipt when accepted or a duplicate, '' otherwise. */
+const reserveScript = LuaScript.fromFile(
+  new URL("../lua/reserve-1.lua", import.meta.url),
+  z.union([
+    z.tuple([z.enum(["accepted", "duplicate"]), z.string().min(1)]),
+    z.tuple([z.enum(["conflict", "backpressure", "revoked"]), z.literal("")]),
+  ]),
+);
 
 export type ReservableRequest = TurnSendRequest | TurnStopRequest;
 
@@ -60,7 +68,7 @@ export class ReservationStore {
     };
     const dispatch = dispatchOf(deviceId, deliveryId, request, now);
     const device = new HarnessDeviceKeys(this.keys, deviceId);
-    const [status, stored] = (await reserveScript.run(
+    const [status, stored] = await reserveScript.run(
       this.redis,
       [device.base],
       [
@@ -73,12 +81,11 @@ export class ReservationStore {
         this.limits.retentionMs,
         tokenIssuedAt,
       ],
-    )) as [string, string];
+    );
     if (status === "accepted" || status === "duplicate") {
       return { status, receipt: receiptSchema.parse(JSON.parse(stored)) };
     }
-    if (status === "conflict" || status === "backpressure" || status === "revoked") return { status };
-    throw new Error(`reserve-1.lua answered an unknown status '${status}'`);
+    return { status };
   }
 
   /** Appends the reservation's dispatch record, then marks it dispatched (a crash in between is swept later). */

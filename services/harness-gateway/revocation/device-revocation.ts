@@ -1,9 +1,14 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { HarnessDeviceKeys, revocationsChannel } from "../store/harness-keys.js";
 
-const revokeScript = LuaScript.fromFile(new URL("../lua/revoke-device-1.lua", import.meta.url));
+/** {reservations, results, events}: how many of each the revocation deleted. */
+const revokeScript = LuaScript.fromFile(
+  new URL("../lua/revoke-device-1.lua", import.meta.url),
+  z.tuple([z.number().int(), z.number().int(), z.number().int()]),
+);
 
 export interface RevocationReport {
   deviceId: string;
@@ -18,10 +23,10 @@ export async function revokeDevice(
   keys: Keyspace,
   deviceId: string,
 ): Promise<RevocationReport> {
-  const [reservations, results, events] = (await revokeScript.run(
+  const [reservations, results, events] = await revokeScript.run(
     redis,
     [new HarnessDeviceKeys(keys, deviceId).base],
     [Date.now(), revocationsChannel(keys), deviceId],
-  )) as [number, number, number];
+  );
   return { deviceId, reservations, results, events };
 }

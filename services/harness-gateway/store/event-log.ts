@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { HarnessDeviceKeys } from "./harness-keys.js";
@@ -9,7 +10,11 @@ import {
   type StoredResult,
 } from "./stored-records.js";
 
-const openResyncScript = LuaScript.fromFile(new URL("../lua/open-resync-1.lua", import.meta.url));
+/** {head, resultIds}: the log head before the resync and the retained results it re-sends. */
+const openResyncScript = LuaScript.fromFile(
+  new URL("../lua/open-resync-1.lua", import.meta.url),
+  z.tuple([z.number().int(), z.array(z.string())]),
+);
 
 export interface LoggedEvent {
   eventId: number;
@@ -54,10 +59,7 @@ export class DeviceEventLog {
   }
 
   async openResync(deviceId: string): Promise<{ head: number; resultIds: string[] }> {
-    const [head, resultIds] = (await openResyncScript.run(this.redis, [this.device(deviceId).base], [])) as [
-      number,
-      string[],
-    ];
-    return { head: Number(head), resultIds };
+    const [head, resultIds] = await openResyncScript.run(this.redis, [this.device(deviceId).base], []);
+    return { head, resultIds };
   }
 }

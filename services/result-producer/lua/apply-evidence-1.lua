@@ -13,7 +13,7 @@ local markers, marker_times = base .. ':evidence', base .. ':evidence-at'
 local seen = redis.call('HGET', markers, evidence_id)
 if seen then return {'duplicate', seen} end
 
-local RANK = {queued = 0, delivered = 1, started = 2, completed = 3, rejected = 3, unknown = 3}
+--!include receipt-rank.lua
 local events_appended = 0
 
 local function load_receipt(key)
@@ -33,7 +33,7 @@ end
 local function save_receipt(key, receipt)
   receipt.at = now
   redis.call('HSET', base .. ':res:' .. key, 'receipt', cjson.encode(receipt))
-  if RANK[receipt.state] == 3 then redis.call('ZADD', base .. ':res-terminal', now, key) end
+  if RECEIPT_RANK[receipt.state] == 3 then redis.call('ZADD', base .. ':res-terminal', now, key) end
   append_event({kind = 'receipt.updated', agentId = receipt.agentId, machineId = receipt.machineId,
     payload = {receipt = receipt, idempotencyKey = key}})
 end
@@ -42,7 +42,7 @@ end
 local function advancing(key, delivery_id, state)
   local receipt = load_receipt(key)
   if not receipt or receipt.deliveryId ~= delivery_id then return nil end
-  if RANK[receipt.state] >= RANK[state] then return nil end
+  if RECEIPT_RANK[receipt.state] >= RECEIPT_RANK[state] then return nil end
   return receipt
 end
 
@@ -103,7 +103,7 @@ local function member_problem(member, agent_id)
   if receipt.deliveryId ~= member.deliveryId then return 'deliveryId mismatch for ' .. member.key end
   if receipt.operation ~= 'turn.send' then return member.key .. ' is not an input' end
   if receipt.agentId ~= agent_id then return member.key .. ' belongs to another agent' end
-  if RANK[receipt.state] == 3 then return member.key .. ' is already ' .. receipt.state end
+  if RECEIPT_RANK[receipt.state] == 3 then return member.key .. ' is already ' .. receipt.state end
   if redis.call('HEXISTS', reservation, 'resultId') == 1 then return member.key .. ' is in another result' end
   return nil
 end
