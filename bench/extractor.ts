@@ -2,7 +2,9 @@ import { randomBytes } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Redis } from "ioredis";
-import { STREAMS, type EngineRecord } from "../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../libs/contract/catalog.js";
+import type { EngineRecord } from "../libs/contract/streams.js";
+import { Keyspace } from "../libs/redis/keyspace.js";
 import { hostServices } from "../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../libs/streams/stream-writer.js";
 import { evidenceExtractorService } from "../services/evidence-extractor/definition.js";
@@ -87,7 +89,8 @@ async function serviceRun(workload: Workload): Promise<void> {
   const prefix = `bench-${randomBytes(3).toString("hex")}`;
   const redis = new Redis(url);
   const agentId = "bench-service";
-  const streamKey = `${prefix}:stream:${STREAMS.engineRecords.name}`;
+  const keys = new Keyspace(prefix);
+  const streamKey = keys.stream(STREAM_CATALOG.engineRecords.name);
   let batch = redis.pipeline();
   let queued = 0;
   for (const record of workload.generate(agentId)) {
@@ -116,7 +119,7 @@ async function serviceRun(workload: Workload): Promise<void> {
   const seconds = (Date.now() - started) / 1000;
   await hosted.stop();
   const stateBytes = (await redis.hget(runtimeKey, "state"))?.length ?? 0;
-  const evidence = await redis.xlen(`${prefix}:stream:${STREAMS.harnessEvidence.name}`);
+  const evidence = await redis.xlen(keys.stream(STREAM_CATALOG.harnessEvidence.name));
   process.stdout.write(
     `service  ${workload.name.padEnd(18)} ${workload.records} records in ${seconds.toFixed(1)} s = ` +
       `${Math.round(workload.records / seconds)} records/s, ${evidence} evidence, final state ${stateBytes} B\n`,

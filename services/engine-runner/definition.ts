@@ -1,5 +1,5 @@
 import { parseConfig } from "../../libs/config/load-config.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { loadAgentsFile } from "./agents-file.js";
@@ -49,8 +49,8 @@ export const engineRunnerService = defineService({
 
     const router = new DispatchRouter(machineId, hosted, metrics);
     const consumer = await startServiceConsumer(ctx, {
-      stream: STREAMS.harnessDispatch,
-      group: `engine-runner.${machineId}`,
+      stream: STREAM_CATALOG.harnessDispatch,
+      group: STREAM_CATALOG.harnessDispatch.consumers.engineRunner(machineId).group,
       handle: (entry) => router.handle(entry.payload),
     });
     ctx.health.addReadiness("agents", async () => [...hosted.values()].every((agent) => agent.isRunning()));

@@ -1,4 +1,4 @@
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
@@ -8,8 +8,6 @@ import { createExtractorMetrics } from "./extractor-metrics.js";
 import { RecordBatch } from "./record-batch.js";
 import { RecordProcessor } from "./record-processor.js";
 
-export const EVIDENCE_EXTRACTOR_GROUP = "evidence-extractor";
-
 /** engine.records -> identity bindings, per-runtime evidence state -> harness.evidence. */
 export const evidenceExtractorService = defineService({
   name: "evidence-extractor",
@@ -17,7 +15,12 @@ export const evidenceExtractorService = defineService({
   async start(ctx, config) {
     const redis = ctx.connections.command;
     // We produce harness.evidence: its consumer group exists before our first entry (DESIGN §2).
-    await ensureConsumerGroup(redis, ctx.keys.stream(STREAMS.harnessEvidence.name), "result-producer");
+    const { engineRecords, harnessEvidence } = STREAM_CATALOG;
+    await ensureConsumerGroup(
+      redis,
+      ctx.keys.stream(harnessEvidence.name),
+      harnessEvidence.consumers.resultProducer.group,
+    );
     const store = new EvidenceStore(redis, ctx.keys, config.EVIDENCE_BINDING_RETENTION_MS);
     const limits = limitsOf(config);
     const metrics = createExtractorMetrics(ctx.metrics);
@@ -29,8 +32,8 @@ export const evidenceExtractorService = defineService({
     });
     const batch = new RecordBatch({ store, limits, metrics });
     const consumer = await startServiceConsumer(ctx, {
-      stream: STREAMS.engineRecords,
-      group: EVIDENCE_EXTRACTOR_GROUP,
+      stream: engineRecords,
+      group: engineRecords.consumers.evidenceExtractor.group,
       handle: (entry) => processor.process(entry.payload),
       handleBatch: (entries) => batch.process(entries),
     });

@@ -1,13 +1,11 @@
 import { parseConfig } from "../../libs/config/load-config.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { Failpoint } from "../../libs/os-store/failpoint.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { runResolverConfigSchema } from "./config.js";
 import { ResultResolution } from "./result-resolution.js";
-
-export const RUN_RESOLVER_GROUP = "run-resolver";
 
 /** Atomic result store, dedupe and run resolution: `os.routed` -> `os.resolved`. */
 export const runResolverService = defineService({
@@ -18,10 +16,15 @@ export const runResolverService = defineService({
     const failpoint = new Failpoint(config.FAILPOINT, redis, ctx.keys);
     const resolution = new ResultResolution(redis, ctx.keys, failpoint, ctx.log, ctx.metrics);
     // The downstream group exists before the first emit, so nothing we emit precedes its consumer's cursor.
-    await ensureConsumerGroup(redis, ctx.keys.stream(STREAMS.osResolved.name), "tts-dispatcher");
+    const { osRouted, osResolved } = STREAM_CATALOG;
+    await ensureConsumerGroup(
+      redis,
+      ctx.keys.stream(osResolved.name),
+      osResolved.consumers.ttsDispatcher.group,
+    );
     const consumer = await startServiceConsumer(ctx, {
-      stream: STREAMS.osRouted,
-      group: RUN_RESOLVER_GROUP,
+      stream: osRouted,
+      group: osRouted.consumers.runResolver.group,
       handle: ({ payload }) => resolution.apply(payload),
     });
     return { stop: () => consumer.stop() };

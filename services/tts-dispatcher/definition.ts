@@ -1,5 +1,4 @@
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
@@ -11,9 +10,6 @@ import { ResultDispatcher } from "./result-dispatcher.js";
 import { OsStoreReader } from "./store/os-store-reader.js";
 import { PlaybackStore } from "./store/playback-store.js";
 import { TtsMetrics } from "./tts-metrics.js";
-
-export const RESOLVED_GROUP = "tts-dispatcher";
-export const LAMP_EVENTS_GROUP = "tts-dispatcher-acks";
 
 /** os.resolved → outbox → BullMQ lamp-playback → the Lamp, plus the Lamp's acks and "say that again". */
 export const ttsDispatcherService = defineService({
@@ -60,13 +56,13 @@ export const ttsDispatcherService = defineService({
     });
     const consumers = [
       await startServiceConsumer(ctx, {
-        stream: STREAMS.osResolved,
-        group: RESOLVED_GROUP,
+        stream: STREAM_CATALOG.osResolved,
+        group: STREAM_CATALOG.osResolved.consumers.ttsDispatcher.group,
         handle: (entry) => dispatcher.dispatch(entry.payload),
       }),
       await startServiceConsumer(ctx, {
-        stream: LAMP_STREAMS.lampEvents,
-        group: LAMP_EVENTS_GROUP,
+        stream: STREAM_CATALOG.lampEvents,
+        group: STREAM_CATALOG.lampEvents.consumers.ttsDispatcher.group,
         handle: (entry) => lampEvents.handle(entry.payload),
       }),
     ];

@@ -3,6 +3,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { DeliveryMarkers } from "../../services/engine-runner/delivery-marker.js";
 import { projectRoot } from "../helpers/child-process.js";
@@ -25,7 +26,7 @@ vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
 const MACHINE = "machine-crash";
 const CLAUDE = "claude-kill";
 const TAIL = "claude-tail";
-const GROUP = `engine-runner.${MACHINE}`;
+const GROUP = STREAM_CATALOG.harnessDispatch.consumers.engineRunner(MACHINE).group;
 
 const row = (n: number) =>
   JSON.stringify({ type: "user", uuid: `row-${n}`, message: { content: `row ${n}` } });

@@ -1,8 +1,9 @@
 import { Job, Queue } from "bullmq";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { QUEUE_CATALOG } from "../../libs/contract/catalog.js";
 import type { HostedServices } from "../../libs/service/service-host.js";
 import { playbackJobId } from "../../services/tts-dispatcher/playback/playback-ids.js";
-import { PLAYBACK_QUEUE, PlaybackQueue } from "../../services/tts-dispatcher/playback/playback-queue.js";
+import { PlaybackQueue } from "../../services/tts-dispatcher/playback/playback-queue.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
 import { startTtsDispatcher } from "./tts-service.js";
@@ -19,7 +20,10 @@ beforeAll(async () => {
   t = createTestRedis("tts-playback");
   os = new OsStoreFixture(t.redis, t.keys);
   service = await startTtsDispatcher(t);
-  jobs = new Queue(PLAYBACK_QUEUE, { connection: { url: t.url }, prefix: `${t.keys.prefix}:bull` });
+  jobs = new Queue(QUEUE_CATALOG.lampPlayback.name, {
+    connection: { url: t.url },
+    prefix: `${t.keys.prefix}:bull`,
+  });
 });
 afterAll(async () => {
   await jobs.close();

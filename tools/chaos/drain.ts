@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { PIPELINE_STREAMS } from "../../libs/contract/catalog.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
 
@@ -10,7 +9,6 @@ export interface DrainOutcome {
   quiet: boolean;
 }
 
-const PIPELINE_STREAMS = [...Object.values(STREAMS).map((s) => s.name), LAMP_STREAMS.lampEvents.name];
 const ACTIVE_PLAYBACK = new Set(["queued", "sending"]);
 
 /**
@@ -46,7 +44,7 @@ async function activity(
 ): Promise<{ busy: boolean; fingerprint: string }> {
   const lengths: number[] = [];
   let pending = 0;
-  for (const name of PIPELINE_STREAMS) {
+  for (const { name } of PIPELINE_STREAMS) {
     const key = keys.stream(name);
     lengths.push(await redis.xlen(key));
     if ((await redis.exists(key)) === 0) continue;

@@ -1,15 +1,8 @@
 import { Queue, type ConnectionOptions } from "bullmq";
-import { z } from "zod";
+import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
+import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackKind } from "../../../libs/contract/os-playback.js";
 import { playbackJobId } from "./playback-ids.js";
-
-export const PLAYBACK_QUEUE = "lamp-playback";
-
-export const playbackJobSchema = z.strictObject({
-  deviceId: z.string().min(1),
-  playbackId: z.string().min(1),
-});
-export type PlaybackJob = z.infer<typeof playbackJobSchema>;
 
 export interface PlaybackQueueSettings {
   connection: ConnectionOptions;
@@ -25,7 +18,7 @@ export class PlaybackQueue {
   readonly queue: Queue<PlaybackJob>;
 
   constructor(private readonly settings: PlaybackQueueSettings) {
-    this.queue = new Queue<PlaybackJob>(PLAYBACK_QUEUE, {
+    this.queue = new Queue<PlaybackJob>(QUEUE_CATALOG.lampPlayback.name, {
       connection: settings.connection,
       prefix: settings.prefix,
     });
@@ -39,7 +32,7 @@ export class PlaybackQueue {
     await this.queue.add(kind, playbackJobSchema.parse(job), {
       jobId,
       attempts: maxAttempts,
-      backoff: { type: "exponential", delay: retryDelayMs },
+      backoff: { type: QUEUE_CATALOG.lampPlayback.retry.backoff, delay: retryDelayMs },
       removeOnComplete: retention,
       removeOnFail: retention,
     });

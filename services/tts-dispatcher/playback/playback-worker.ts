@@ -1,6 +1,8 @@
 import { UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { Redis } from "ioredis";
+import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
+import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackRecord, PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
@@ -10,7 +12,6 @@ import type { CrashPoint } from "../config.js";
 import { crashIfAt } from "../crash-point.js";
 import type { PlaybackStore, StepResult } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
-import { PLAYBACK_QUEUE, playbackJobSchema, type PlaybackJob } from "./playback-queue.js";
 
 /** No Lamp connection: the command provably did not reach the Lamp, so BullMQ may retry it. */
 export class LampOfflineError extends Error {
@@ -48,7 +49,7 @@ export class PlaybackWorker {
   private stopping = false;
 
   constructor(private readonly options: PlaybackWorkerOptions) {
-    this.worker = new Worker<PlaybackJob>(PLAYBACK_QUEUE, (job) => this.process(job), {
+    this.worker = new Worker<PlaybackJob>(QUEUE_CATALOG.lampPlayback.name, (job) => this.process(job), {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency,
