@@ -6,7 +6,7 @@ import {
 import { MAX_GROUP_MEMBERS, MAX_RESULT_PAYLOAD_BYTES } from "../../libs/contract/turn-result.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { AgentDirectory } from "./agent-directory.js";
 import { loadGatewayConfig, type GatewayConfig } from "./config.js";
 import { gatewayMetrics } from "./metrics.js";
@@ -18,12 +18,6 @@ import { eventsChannel, revocationsChannel } from "./store/harness-keys.js";
 import { InstanceIdentity } from "./store/instance-identity.js";
 import { SessionRegistry } from "./transport/session-registry.js";
 import { registerHarnessRoute } from "./ws-route.js";
-
-/**
- * Each machine's engine-runner reads harness.dispatch in its own group (docs/architecture.md); the gateway creates
- * the groups of the machines it dispatches to as well, so no dispatch can predate a runner's group.
- */
-const runnerGroupOf = (machineId: string) => `engine-runner.${machineId}`;
 
 export function publishedLimits(config: GatewayConfig): HarnessLimits {
   return harnessLimitsSchema.parse({
@@ -52,11 +46,14 @@ export const harnessGatewayService = defineService({
       capacity: config.RECEIPT_CAPACITY,
       retentionMs: config.RECEIPT_RETENTION_SECONDS * 1000,
     });
+    // Each machine's engine-runner reads harness.dispatch in its own group; the gateway creates the groups of the
+    // machines it dispatches to as well, so no dispatch can predate a runner's group.
+    const { harnessDispatch } = STREAM_CATALOG;
     for (const machineId of new Set(agents.map((agent) => agent.machineId)))
       await ensureConsumerGroup(
         redis,
-        ctx.keys.stream(STREAMS.harnessDispatch.name),
-        runnerGroupOf(machineId),
+        ctx.keys.stream(harnessDispatch.name),
+        harnessDispatch.consumers.engineRunner(machineId).group,
       );
     const registry = new SessionRegistry(
       ctx.connections.blocking("harness-gateway/notifications"),

@@ -1,14 +1,12 @@
 import { Counter } from "prom-client";
 import { parseConfig } from "../../libs/config/load-config.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { InstanceIdentity } from "../harness-gateway/store/instance-identity.js";
 import { producerEnvSchema } from "./config.js";
 import { DeviceLedger } from "./device-ledger.js";
 import { EvidenceHandler } from "./evidence-handler.js";
-
-export const RESULT_PRODUCER_GROUP = "result-producer";
 
 /** harness.evidence -> receipts, immutable results and per-device event logs. */
 export const resultProducerService = defineService({
@@ -35,8 +33,8 @@ export const resultProducerService = defineService({
       }),
     });
     const consumer = await startServiceConsumer(ctx, {
-      stream: STREAMS.harnessEvidence,
-      group: RESULT_PRODUCER_GROUP,
+      stream: STREAM_CATALOG.harnessEvidence,
+      group: STREAM_CATALOG.harnessEvidence.consumers.resultProducer.group,
       handle: (entry) => handler.handle(entry.payload),
     });
     return { stop: () => consumer.stop() };
