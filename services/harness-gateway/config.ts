@@ -4,7 +4,7 @@ import { z } from "zod";
 import { envBool, envInt } from "../../libs/config/env-fields.js";
 import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
 import { agentsFileSchema, type AgentConfig } from "../../libs/contract/engine.js";
-import { retentionEnvFields } from "./store/retention-config.js";
+import { retentionEnvFields } from "../../libs/harness-store/retention-config.js";
 
 export const gatewayEnvSchema = z.object({
   AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters"),

@@ -14,8 +14,8 @@ import { sweepUndispatched } from "./reservations/dispatch-sweep.js";
 import { ReservationStore } from "./reservations/reservation-store.js";
 import { registerAdminRoutes } from "./revocation/admin-routes.js";
 import { DeviceEventLog } from "./store/event-log.js";
-import { eventsChannel, revocationsChannel } from "./store/harness-keys.js";
-import { InstanceIdentity } from "./store/instance-identity.js";
+import { eventsChannel, revocationsChannel } from "../../libs/harness-store/harness-keys.js";
+import { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
 import { SessionRegistry } from "./transport/session-registry.js";
 import { registerHarnessRoute } from "./ws-route.js";
 

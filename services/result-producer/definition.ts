@@ -3,7 +3,7 @@ import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
-import { InstanceIdentity } from "../harness-gateway/store/instance-identity.js";
+import { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
 import { producerEnvSchema } from "./config.js";
 import { DeviceLedger } from "./device-ledger.js";
 import { EvidenceHandler } from "./evidence-handler.js";

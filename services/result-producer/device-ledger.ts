@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
-import { eventsChannel, HarnessDeviceKeys } from "../harness-gateway/store/harness-keys.js";
+import { eventsChannel, HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import type { ProducerConfig } from "./config.js";
 
 /** {status, detail}: a duplicate answers the detail its first application stored. */

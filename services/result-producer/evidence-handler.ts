@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Counter } from "prom-client";
 import type { HarnessEvidence } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import type { InstanceIdentity } from "../harness-gateway/store/instance-identity.js";
+import type { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
 import type { ProducerConfig } from "./config.js";
 import type { DeviceLedger, LedgerAnswer } from "./device-ledger.js";
 import { buildResultPayload } from "./result-payload.js";

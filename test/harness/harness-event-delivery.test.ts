@@ -8,7 +8,7 @@ import {
   turnResultEventSchema,
 } from "../../libs/contract/turn-result.js";
 import type { HostedServices } from "../../libs/service/service-host.js";
-import { instanceKey } from "../../services/harness-gateway/store/harness-keys.js";
+import { instanceKey } from "../../libs/harness-store/harness-keys.js";
 import { corpusAvailable, corpusPath, corpusSkipReason } from "../helpers/corpus.js";
 import { createTestRedis, deleteByPrefix, type TestRedis } from "../helpers/test-redis.js";
 import {

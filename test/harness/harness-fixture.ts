@@ -9,7 +9,7 @@ import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
-import { HarnessDeviceKeys } from "../../services/harness-gateway/store/harness-keys.js";
+import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { resultProducerService } from "../../services/result-producer/definition.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { undispatchedPattern } from "../store/harness-keys.js";
+import { undispatchedPattern } from "../../../libs/harness-store/harness-keys.js";
 import type { ReservationStore } from "./reservation-store.js";
 
 const DEVICE_OF_INDEX = /\{d:([^}]+)\}:undispatched$/;

@@ -8,7 +8,7 @@ import { STREAMS, type HarnessDispatch } from "../../../libs/contract/streams.js
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
-import { HarnessDeviceKeys } from "../store/harness-keys.js";
+import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 
 /** {status, receiptJson}: the stored receipt when accepted or a duplicate, '' otherwise. */
 const reserveScript = LuaScript.fromFile(

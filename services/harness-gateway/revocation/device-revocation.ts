@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
-import { HarnessDeviceKeys, revocationsChannel } from "../store/harness-keys.js";
+import { HarnessDeviceKeys, revocationsChannel } from "../../../libs/harness-store/harness-keys.js";
 
 /** {reservations, results, events}: how many of each the revocation deleted. */
 const revokeScript = LuaScript.fromFile(

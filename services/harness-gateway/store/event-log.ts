@@ -2,13 +2,13 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
-import { HarnessDeviceKeys } from "./harness-keys.js";
+import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import {
   storedEventSchema,
   storedResultSchema,
   type StoredEvent,
   type StoredResult,
-} from "./stored-records.js";
+} from "../../../libs/harness-store/stored-records.js";
 
 /** {head, resultIds}: the log head before the resync and the retained results it re-sends. */
 const openResyncScript = LuaScript.fromFile(

@@ -12,7 +12,7 @@ import type { GatewayConfig } from "../config.js";
 import type { GatewayMetrics } from "../metrics.js";
 import type { ReservableRequest, ReservationStore } from "../reservations/reservation-store.js";
 import type { DeviceEventLog, LoggedEvent } from "../store/event-log.js";
-import type { InstanceIdentity } from "../store/instance-identity.js";
+import type { InstanceIdentity } from "../../../libs/harness-store/instance-identity.js";
 import { errorFrame, parseFrame, type ReplyAddress } from "./request-frame.js";
 import { renderResultEvent, resultFormFor, type ResultForm } from "./result-wire.js";
 import { TokenBucket } from "./token-bucket.js";

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { authenticateBearer } from "../../../libs/auth/bearer-auth.js";
 import type { Principal } from "../../../libs/auth/tokens.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { HarnessDeviceKeys } from "../store/harness-keys.js";
+import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 
 export interface AuthenticatedPeer extends Principal {
   tokenIssuedAt: number;

@@ -3,7 +3,7 @@ import {
   turnResultPayloadSchema,
   type TurnResultPayload,
 } from "../../../libs/contract/turn-result.js";
-import type { StoredResult } from "../store/stored-records.js";
+import type { StoredResult } from "../../../libs/harness-store/stored-records.js";
 
 /** The wire form of a result on one connection, chosen at send time from its negotiated capabilities. */
 export type ResultForm = "turn.result" | "turn.summary.correlated" | "turn.summary.plain";

@@ -1,4 +1,4 @@
-import { envInt } from "../../../libs/config/env-fields.js";
+import { envInt } from "../config/env-fields.js";
 
 /**
  * Retention and capacity of the Harness store, read by the gateway (reservations, published limits) and the

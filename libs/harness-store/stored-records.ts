@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { eventKindSchema } from "../../../libs/contract/harness-wire.js";
-import { nonEmpty } from "../../../libs/contract/identifiers.js";
-import { outcomeSchema } from "../../../libs/contract/turn-result.js";
+import { eventKindSchema } from "../contract/harness-wire.js";
+import { nonEmpty } from "../contract/identifiers.js";
+import { outcomeSchema } from "../contract/turn-result.js";
 
 /** A device event-log entry. Results are stored by reference: their wire form is chosen per connection at send. */
 export const storedEventSchema = z.discriminatedUnion("kind", [

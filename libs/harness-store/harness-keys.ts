@@ -1,4 +1,4 @@
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import type { Keyspace } from "../redis/keyspace.js";
 
 /**
  * The Harness store of one device (docs/architecture.md "Harness store"). Every key shares the device's hash tag,

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import type { Keyspace } from "../redis/keyspace.js";
 import { instanceKey } from "./harness-keys.js";
 
 /**
