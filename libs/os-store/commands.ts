@@ -27,13 +27,3 @@ export const sendReplySchema = z.strictObject({
   error: z.strictObject({ code: harnessErrorCodeSchema, message: z.string() }).optional(),
 });
 export type SendReply = z.infer<typeof sendReplySchema>;
-
-/** One stream per device-gateway instance, read without a group (a gateway that died has no waiter left). */
-export const gatewayReplyStream = (gatewayInstanceId: string) => ({
-  name: `os.gateway_replies.${gatewayInstanceId}`,
-  schema: sendReplySchema,
-});
-
-/** Consumer group and its single, stable consumer: a new lease holder inherits the old holder's pending entries. */
-export const COMMANDS_GROUP = "router";
-export const COMMANDS_CONSUMER = "owner";

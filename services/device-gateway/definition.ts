@@ -3,8 +3,7 @@ import type { FastifyRequest } from "fastify";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Principal } from "../../libs/auth/tokens.js";
 import { parseConfig } from "../../libs/config/load-config.js";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { gatewayReplyStream } from "../../libs/os-store/commands.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
 import { OsQueries } from "../../libs/os-store/os-queries.js";
 import { defineService } from "../../libs/service/service-context.js";
@@ -76,7 +75,7 @@ export const deviceGatewayService = defineService({
       log: ctx.log,
       frames: metrics.frames,
     });
-    const replies = gatewayReplyStream(instanceId);
+    const replies = STREAM_CATALOG.gatewayReplies(instanceId);
     const replyTail = new StreamTail({
       reader: ctx.connections.blocking(replies.name),
       streamKey: ctx.keys.stream(replies.name),
@@ -84,7 +83,7 @@ export const deviceGatewayService = defineService({
       log: ctx.log,
       deliver: (reply) => waiters.deliver(reply),
     });
-    const delivery = LAMP_STREAMS.lampDelivery(instanceId);
+    const delivery = STREAM_CATALOG.lampDelivery(instanceId);
     const delivered = new DeliveredPlaybacks();
     const deliveryTail = new StreamTail({
       reader: ctx.connections.blocking(delivery.name),

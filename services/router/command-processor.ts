@@ -1,15 +1,9 @@
 import type { Redis } from "ioredis";
 import { receiptGetResultSchema, turnSendResultSchema } from "../../libs/contract/harness-wire.js";
 import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import {
-  COMMANDS_CONSUMER,
-  COMMANDS_GROUP,
-  deviceCommandSchema,
-  gatewayReplyStream,
-  type DeviceCommand,
-  type SendReply,
-} from "../../libs/os-store/commands.js";
+import { deviceCommandSchema, type DeviceCommand, type SendReply } from "../../libs/os-store/commands.js";
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -30,6 +24,9 @@ export interface LiveLink {
 class NotConnected extends Error {}
 
 type RawEntry = [id: string, fields: string[]];
+
+const COMMANDS_GROUP = STREAM_CATALOG.deviceCommands.consumers.router.group;
+const COMMANDS_CONSUMER = STREAM_CATALOG.deviceCommands.reading.consumer;
 
 /**
  * Executes the gateway's commands for one device against the Harness (`B:commands`, group `router`, consumer
@@ -116,7 +113,12 @@ export class CommandProcessor {
     if (!run) return;
     if (command.kind === "stop") return this.interrupt(run);
     const reply = await this.send(run);
-    await appendToStream(this.options.redis, this.options.keys, gatewayReplyStream(command.replyTo), reply);
+    await appendToStream(
+      this.options.redis,
+      this.options.keys,
+      STREAM_CATALOG.gatewayReplies(command.replyTo),
+      reply,
+    );
   }
 
   private async send(run: RunRecord): Promise<SendReply> {
@@ -199,4 +201,3 @@ function parseJson(text: string | undefined): unknown {
     return undefined;
   }
 }
-
