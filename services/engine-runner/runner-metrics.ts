@@ -1,4 +1,5 @@
 import { Counter, type Registry } from "prom-client";
+import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 /** The runner's own counters; records appended are labelled by agent and by what kind of record they are. */
 export class RunnerMetrics {
@@ -48,14 +49,5 @@ export class RunnerMetrics {
     });
   }
 
-  private static readonly byRegistry = new WeakMap<Registry, RunnerMetrics>();
-
-  static of(registry: Registry): RunnerMetrics {
-    let metrics = RunnerMetrics.byRegistry.get(registry);
-    if (!metrics) {
-      metrics = new RunnerMetrics(registry);
-      RunnerMetrics.byRegistry.set(registry, metrics);
-    }
-    return metrics;
-  }
+  static readonly of = perRegistry((registry) => new RunnerMetrics(registry));
 }

@@ -4,7 +4,7 @@ import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import { limitsOf, parseEvidenceExtractorConfig } from "./config.js";
 import { EvidenceStore } from "./evidence-store.js";
-import { createExtractorMetrics } from "./extractor-metrics.js";
+import { extractorMetrics } from "./extractor-metrics.js";
 import { RecordBatch } from "./record-batch.js";
 import { RecordProcessor } from "./record-processor.js";
 
@@ -23,7 +23,7 @@ export const evidenceExtractorService = defineService({
     );
     const store = new EvidenceStore(redis, ctx.keys, config.EVIDENCE_BINDING_RETENTION_MS);
     const limits = limitsOf(config);
-    const metrics = createExtractorMetrics(ctx.metrics);
+    const metrics = extractorMetrics(ctx.metrics);
     const processor = new RecordProcessor({
       store,
       limits,

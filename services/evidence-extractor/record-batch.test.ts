@@ -8,7 +8,7 @@ import { evidencePayloads, TEST_LIMITS } from "../../test/corpus-replay/redis-re
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { AgentEvidenceReplay } from "./agent-replay.js";
 import { EvidenceStore, type LoadedRuntime } from "./evidence-store.js";
-import { createExtractorMetrics } from "./extractor-metrics.js";
+import { extractorMetrics } from "./extractor-metrics.js";
 import { bindingField } from "./identity-binding.js";
 import { RecordBatch } from "./record-batch.js";
 import { RecordProcessor } from "./record-processor.js";
@@ -63,7 +63,7 @@ let t: TestRedis;
 let store: EvidenceStore;
 
 function paths(evidenceStore: EvidenceStore) {
-  const metrics = createExtractorMetrics(new Registry());
+  const metrics = extractorMetrics(new Registry());
   return {
     batch: new RecordBatch({ store: evidenceStore, limits: TEST_LIMITS, metrics }),
     processor: new RecordProcessor({ store: evidenceStore, limits: TEST_LIMITS, orderWaitMs: 0, metrics }),

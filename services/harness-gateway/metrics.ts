@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge } from "prom-client";
+import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 export interface GatewayMetrics {
   rejected: Counter<"op" | "code">;
@@ -8,7 +9,7 @@ export interface GatewayMetrics {
   sessions: Gauge;
 }
 
-export function gatewayMetrics(registry: Registry): GatewayMetrics {
+export const gatewayMetrics = perRegistry((registry): GatewayMetrics => {
   const registers = [registry];
   return {
     rejected: new Counter({
@@ -41,4 +42,4 @@ export function gatewayMetrics(registry: Registry): GatewayMetrics {
       registers,
     }),
   };
-}
+});

@@ -1,4 +1,3 @@
-import { Counter } from "prom-client";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
@@ -7,6 +6,7 @@ import { InstanceIdentity } from "../../libs/harness-store/instance-identity.js"
 import { producerEnvSchema } from "./config.js";
 import { DeviceLedger } from "./device-ledger.js";
 import { EvidenceHandler } from "./evidence-handler.js";
+import { producerMetrics } from "./producer-metrics.js";
 
 /** harness.evidence -> receipts, immutable results and per-device event logs. */
 export const resultProducerService = defineService({
@@ -19,18 +19,7 @@ export const resultProducerService = defineService({
       identity: new InstanceIdentity(redis, ctx.keys),
       config,
       log: ctx.log,
-      applied: new Counter({
-        name: "result_producer_evidence_total",
-        help: "Evidence applied to device stores, by evidence kind and status (applied, withheld, duplicate).",
-        labelNames: ["kind", "status"],
-        registers: [ctx.metrics],
-      }),
-      withheld: new Counter({
-        name: "result_producer_withheld_results_total",
-        help: "Boundaries or evidence that published nothing, by reason code.",
-        labelNames: ["reason"],
-        registers: [ctx.metrics],
-      }),
+      ...producerMetrics(ctx.metrics),
     });
     const consumer = await startServiceConsumer(ctx, {
       stream: STREAM_CATALOG.harnessEvidence,

@@ -1,7 +1,7 @@
 import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
 import { STREAMS, harnessEvidenceSchema } from "../../libs/contract/streams.js";
 import { EvidenceStore } from "../../services/evidence-extractor/evidence-store.js";
-import { createExtractorMetrics } from "../../services/evidence-extractor/extractor-metrics.js";
+import { extractorMetrics } from "../../services/evidence-extractor/extractor-metrics.js";
 import { RecordProcessor } from "../../services/evidence-extractor/record-processor.js";
 import type { EvidenceLimits } from "../../services/evidence-extractor/runtime-state.js";
 import { Registry } from "prom-client";
@@ -24,7 +24,7 @@ export function redisProcessor(
     store,
     limits,
     orderWaitMs: 0,
-    metrics: createExtractorMetrics(new Registry()),
+    metrics: extractorMetrics(new Registry()),
   });
   return { processor, store };
 }
