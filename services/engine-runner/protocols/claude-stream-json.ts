@@ -1,12 +1,5 @@
-import {
-  objectField,
-  parseFrame,
-  stringField,
-  type DispatchInput,
-  type DispatchStop,
-  type EngineSession,
-  type PlannedFrame,
-} from "./engine-session.js";
+import { asFrame, parseFrame, strings, text } from "../../../libs/contract/engine-frame.js";
+import type { DispatchInput, DispatchStop, EngineSession, PlannedFrame } from "./engine-session.js";
 
 /**
  * Claude Code headless stream-json. Our deliveryId is the input line's `uuid` and the interrupt's `request_id`.
@@ -23,16 +16,15 @@ export class ClaudeStreamJsonSession implements EngineSession {
     const frame = parseFrame(line);
     if (!frame) return;
     if (frame.type === "command_lifecycle") {
-      const state = stringField(frame, "state");
-      if (state === "completed" || state === "cancelled") this.settle(stringField(frame, "command_uuid"));
+      const state = text(frame.state);
+      if (state === "completed" || state === "cancelled") this.settle(text(frame.command_uuid));
       return;
     }
     if (frame.type !== "result" || (frame.parent_tool_use_id ?? null) !== null) return;
-    const listed = Array.isArray(frame.user_message_uuids)
-      ? frame.user_message_uuids.filter((uuid): uuid is string => typeof uuid === "string")
-      : [stringField(frame, "user_message_uuid")].filter((uuid): uuid is string => uuid !== undefined);
+    const single = text(frame.user_message_uuid);
+    const listed = strings(frame.user_message_uuids) ?? (single === undefined ? [] : [single]);
     if (listed.length > 0) listed.forEach((uuid) => this.settle(uuid));
-    else if (objectField(frame, "origin") === undefined) this.unanswered.shift();
+    else if (asFrame(frame.origin) === undefined) this.unanswered.shift();
   }
 
   async inputFrame(input: DispatchInput): Promise<PlannedFrame> {

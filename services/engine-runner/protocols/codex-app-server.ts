@@ -1,15 +1,13 @@
+import { asFrame, parseFrame, text } from "../../../libs/contract/engine-frame.js";
+import { sleep } from "../../../libs/timing/sleep.js";
 import {
-  objectField,
   outboundInput,
-  parseFrame,
-  stringField,
   type DispatchInput,
   type DispatchStop,
   type EngineSession,
   type PlannedFrame,
   type Transmit,
 } from "./engine-session.js";
-import { sleep } from "../../../libs/timing/sleep.js";
 
 const CLIENT_INFO = { name: "lampline", title: "Lampline", version: "0.1.0" };
 /** How long an input waits for the turn id of a turn/start still in flight before it is planned anyway. */
@@ -44,8 +42,8 @@ export class CodexAppServerSession implements EngineSession {
     await this.transmit(JSON.stringify({ method: "initialized" }));
     const threadStart = this.request("thread/start", {});
     await this.transmit(threadStart.raw);
-    const thread = objectField(expectResult(await threadStart.response, "thread/start"), "thread");
-    this.threadId = stringField(thread, "id");
+    const result = asFrame(expectResult(await threadStart.response, "thread/start"));
+    this.threadId = text(asFrame(result?.thread)?.id);
     if (!this.threadId) throw new Error("thread/start answered without a thread id");
   }
 
@@ -57,9 +55,9 @@ export class CodexAppServerSession implements EngineSession {
       this.waiting.delete(frame.id);
       return;
     }
-    const params = objectField(frame, "params");
-    if (stringField(params, "threadId") !== this.threadId) return;
-    const turnId = stringField(objectField(params, "turn"), "id");
+    const params = asFrame(frame.params);
+    if (text(params?.threadId) !== this.threadId) return;
+    const turnId = text(asFrame(params?.turn)?.id);
     if (frame.method === "turn/started" && turnId) this.turnRunning(turnId);
     if (frame.method === "turn/completed" && turnId) {
       this.completedTurns.add(turnId);
@@ -85,9 +83,9 @@ export class CodexAppServerSession implements EngineSession {
       clientUserMessageId: input.deliveryId,
     });
     const settled = request.response.then((response) => {
-      const turn = objectField(response.result, "turn");
-      const turnId = stringField(turn, "id");
-      if (turnId && stringField(turn, "status") === "inProgress") this.turnRunning(turnId);
+      const turn = asFrame(asFrame(response.result)?.turn);
+      const turnId = text(turn?.id);
+      if (turnId && turn?.status === "inProgress") this.turnRunning(turnId);
     });
     const inFlight = Promise.race([settled, sleep(TURN_START_SETTLE_MS)]).finally(() => {
       if (this.turnStartInFlight === inFlight) this.turnStartInFlight = undefined;
@@ -104,7 +102,7 @@ export class CodexAppServerSession implements EngineSession {
       clientUserMessageId: input.deliveryId,
     });
     void request.response.then(async (response) => {
-      const message = stringField(response.error, "message") ?? "";
+      const message = text(asFrame(response.error)?.message) ?? "";
       if (!/no active turn/i.test(message)) return;
       if (this.turnStartInFlight) await this.turnStartInFlight;
       const fallback = this.activeTurnId ? this.steer(input, this.activeTurnId) : this.turnStart(input);
@@ -129,4 +127,3 @@ function expectResult(response: Response, method: string): unknown {
   if (response.error !== undefined) throw new Error(`${method} failed: ${JSON.stringify(response.error)}`);
   return response.result;
 }
-

@@ -48,29 +48,3 @@ export function outboundInput(dispatch: DispatchInput | DispatchStop, mode: Inpu
     mode,
   };
 }
-
-/** Engine lines are JSON objects; anything else (a stray log line) is recorded but carries no state. */
-export function parseFrame(line: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(line);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-export function objectField(value: unknown, name: string): Record<string, unknown> | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const field = (value as Record<string, unknown>)[name];
-  return typeof field === "object" && field !== null && !Array.isArray(field)
-    ? (field as Record<string, unknown>)
-    : undefined;
-}
-
-export function stringField(value: unknown, name: string): string | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const field = (value as Record<string, unknown>)[name];
-  return typeof field === "string" ? field : undefined;
-}

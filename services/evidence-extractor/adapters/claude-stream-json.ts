@@ -1,3 +1,4 @@
+import { asFrame, parseFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
 import { completeTurn } from "../membership.js";
 import {
@@ -8,7 +9,6 @@ import {
   type RuntimeState,
 } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { asFrame, parseFrame, strings, text, type Frame } from "./frame.js";
 
 /**
  * Claude Code headless stream-json. Inputs carry our deliveryId as `uuid`; the CLI proves consumption by echoing it
@@ -59,23 +59,20 @@ export function claudeInbound(
 ): void {
   const frame = parseFrame(raw);
   if (!frame) return step.ignore("unparseable_frame");
-  switch (frame.type) {
-    case "system":
-      return bindSession(state, format, frame, step);
-    case "command_lifecycle":
-      return lifecycle(state, format, frame, step);
-    case "user":
-      return replayEcho(state, format, frame, step);
-    case "assistant":
-      return firstReply(state, format, frame, step);
-    case "control_response":
-      return interruptConfirmed(state, format, frame, step);
-    case "result":
-      return boundary(state, format, frame, step);
-    default:
-      return;
-  }
+  INBOUND_BY_TYPE.get(frame.type)?.(state, format, frame, step);
 }
+
+type InboundFrame = (state: RuntimeState, format: ClaudeStreamState, frame: Frame, step: StepOutput) => void;
+
+/** What each inbound frame type may prove; frames of any other type prove nothing. */
+const INBOUND_BY_TYPE = new Map<unknown, InboundFrame>([
+  ["system", bindSession],
+  ["command_lifecycle", lifecycle],
+  ["user", replayEcho],
+  ["assistant", firstReply],
+  ["control_response", interruptConfirmed],
+  ["result", boundary],
+]);
 
 const isMainLoop = (frame: Frame) =>
   frame.parent_tool_use_id === null || frame.parent_tool_use_id === undefined;

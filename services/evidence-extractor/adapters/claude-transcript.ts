@@ -1,8 +1,9 @@
+import { asFrame, list, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { asFrame, contentText, list, text, type Frame } from "./frame.js";
-import { fingerprintCandidates, readTranscriptRow } from "./fingerprint.js";
+import { fingerprintCandidates, readTranscriptRow, type TranscriptRowAdapter } from "./fingerprint.js";
+import { contentText } from "./frame-fields.js";
 
 /**
  * Claude Code interactive transcript JSONL (tail mode). The boundary is a main-chain assistant row with
@@ -34,14 +35,14 @@ export function newClaudeTranscriptState(): ClaudeTranscriptState {
   return { kind: "claude-transcript", rows: {}, rowCount: 0, evicted: false, highWaterMs: 0, message: null };
 }
 
-export function claudeTranscriptRow(
-  state: RuntimeState,
-  format: ClaudeTranscriptState,
-  raw: string,
-  seq: number,
-  limits: EvidenceLimits,
-  step: StepOutput,
-): void {
+export const claudeTranscriptRow: TranscriptRowAdapter<ClaudeTranscriptState> = (
+  state,
+  format,
+  raw,
+  seq,
+  limits,
+  step,
+) => {
   const row = readTranscriptRow(format, raw, step);
   if (!row) return;
   if (row.isSidechain === true) return;
@@ -55,7 +56,7 @@ export function claudeTranscriptRow(
     remember(format, uuid, { p: parent, k: kind.k, ...promptOf(kind), seq, at: format.highWaterMs }, limits);
   if (row.type === "assistant" && message?.stop_reason === "end_turn" && row.isApiErrorMessage !== true)
     endTurn(state, format, parent, text(message.id), limits, step);
-}
+};
 
 function promptOf(kind: { prompt?: string }): { prompt?: string } {
   return kind.prompt === undefined ? {} : { prompt: kind.prompt };

@@ -1,8 +1,9 @@
+import { asFrame, list, parseFrame, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
 import { completeTurn } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type OpenInput, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { asFrame, contentText, list, parseFrame, text, type Frame } from "./frame.js";
+import { contentText } from "./frame-fields.js";
 
 /**
  * Codex app-server JSON-RPC. Each outbound request id is bound to its input; the turn/start response binds the
@@ -160,15 +161,26 @@ function rootThreadOpened(
   step: StepOutput,
 ): void {
   if (!threadId || format.rootThreads[threadId]) return;
+  format.rootThreads[threadId] = bindThread(state, threadId, null, step);
+}
+
+/** Binds a native thread to a new app thread id (under its parent node for a sub-agent's) and returns that id. */
+function bindThread(
+  state: RuntimeState,
+  threadId: string,
+  parentNodeId: string | null,
+  step: StepOutput,
+): string {
   const appId = nextOrdinal(state, "thread");
-  format.rootThreads[threadId] = appId;
   step.bind(state, {
     appEntityKind: "provider_thread",
     appEntityId: appId,
     nativeKind: "thread",
     nativeRef: threadId,
+    parentNodeId,
     correlation: "native_scoped",
   });
+  return appId;
 }
 
 function turnBound(
@@ -228,16 +240,8 @@ function childThread(
 ): string {
   const known = format.childThreads[threadId];
   if (known) return known;
-  const appId = nextOrdinal(state, "thread");
+  const appId = bindThread(state, threadId, parentNodeId, step);
   format.childThreads[threadId] = appId;
-  step.bind(state, {
-    appEntityKind: "provider_thread",
-    appEntityId: appId,
-    nativeKind: "thread",
-    nativeRef: threadId,
-    parentNodeId,
-    correlation: "native_scoped",
-  });
   return appId;
 }
 

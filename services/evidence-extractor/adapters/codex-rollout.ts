@@ -1,8 +1,9 @@
+import { asFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { asFrame, contentText, strings, text, type Frame } from "./frame.js";
-import { fingerprintCandidates, readTranscriptRow } from "./fingerprint.js";
+import { fingerprintCandidates, readTranscriptRow, type TranscriptRowAdapter } from "./fingerprint.js";
+import { contentText } from "./frame-fields.js";
 
 /**
  * Codex rollout JSONL (tail mode). A user `response_item` message whose passthrough metadata has a `turn_id` and the
@@ -20,14 +21,14 @@ export function newCodexRolloutState(): CodexRolloutState {
   return { kind: "codex-rollout", turns: {}, highWaterMs: 0 };
 }
 
-export function codexRolloutRow(
-  state: RuntimeState,
-  format: CodexRolloutState,
-  raw: string,
-  seq: number,
-  limits: EvidenceLimits,
-  step: StepOutput,
-): void {
+export const codexRolloutRow: TranscriptRowAdapter<CodexRolloutState> = (
+  state,
+  format,
+  raw,
+  seq,
+  limits,
+  step,
+) => {
   const row = readTranscriptRow(format, raw, step);
   if (!row) return;
   const payload = asFrame(row.payload);
@@ -37,7 +38,7 @@ export function codexRolloutRow(
   if (row.type !== "event_msg") return;
   if (payload.type === "task_complete") return taskComplete(state, format, payload, step);
   if (payload.type === "turn_aborted") return turnAborted(state, format, payload, step);
-}
+};
 
 function userMessage(
   state: RuntimeState,

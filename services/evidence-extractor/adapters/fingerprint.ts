@@ -1,7 +1,8 @@
 import { sha256Hex } from "../../../libs/contract/canonical-json.js";
+import { parseFrame, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { EvidenceLimits, OpenInput, RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { parseFrame, timestampMs, type Frame } from "./frame.js";
+import { timestampMs } from "./frame-fields.js";
 
 /** Prompt hash over normalised text (Unicode NFC, whitespace collapsed, trimmed); never the text itself. */
 export function promptFingerprint(prompt: string): string {
@@ -22,6 +23,16 @@ export interface RowPosition {
 function advanceClock(highWaterMs: number, rowMs: number | undefined): number {
   return rowMs === undefined ? highWaterMs : Math.max(highWaterMs, rowMs);
 }
+
+/** How a transcript engine's adapter takes one row of the engine's file, read by the tail at record `seq`. */
+export type TranscriptRowAdapter<Format> = (
+  state: RuntimeState,
+  format: Format,
+  raw: string,
+  seq: number,
+  limits: EvidenceLimits,
+  step: StepOutput,
+) => void;
 
 /**
  * Reads one transcript row (Claude session JSONL or Codex rollout) and moves the format's clock to it; an

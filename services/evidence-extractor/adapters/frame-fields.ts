@@ -1,32 +1,4 @@
-/** Raw engine lines are untrusted: read them through type guards, never through casts. */
-export type Frame = Record<string, unknown>;
-
-export function parseFrame(raw: string): Frame | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-  return asFrame(value);
-}
-
-export function asFrame(value: unknown): Frame | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Frame) : undefined;
-}
-
-export function text(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-export function list(value: unknown): unknown[] | undefined {
-  return Array.isArray(value) ? value : undefined;
-}
-
-export function strings(value: unknown): string[] | undefined {
-  const items = list(value);
-  return items?.filter((item): item is string => typeof item === "string");
-}
+import { asFrame, list, text } from "../../../libs/contract/engine-frame.js";
 
 /** Text of a content value: a plain string, or the `text` parts of a content-block array. */
 export function contentText(content: unknown, partTypes: readonly string[]): string | undefined {
