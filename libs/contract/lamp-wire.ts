@@ -59,6 +59,8 @@ export const lampErrorCodeSchema = z.enum([
   "INVALID_REQUEST",
   "UNAUTHORIZED",
   "NOT_FOUND",
+  /** The idempotency key minted for a new run already names another run: nothing registered, a retry is safe. */
+  "IDEMPOTENCY_KEY_IN_USE",
   "PAYLOAD_TOO_LARGE",
   "RATE_LIMITED",
   "UNAVAILABLE",

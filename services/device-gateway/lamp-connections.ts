@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { WebSocket } from "ws";
+import { z } from "zod";
 import { issuedBeforeRevocation } from "../../libs/auth/tokens.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -7,7 +8,11 @@ import { LuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { lampRevokedAt } from "./lamp-revocation.js";
 
-const presenceScript = LuaScript.fromFile(new URL("./lua/refresh-presence-1.lua", import.meta.url));
+/** 1 when the presence key was set or removed, 0 when another instance holds it. */
+const presenceScript = LuaScript.fromFile(
+  new URL("./lua/refresh-presence-1.lua", import.meta.url),
+  z.union([z.literal(0), z.literal(1)]),
+);
 
 /** Close code for a socket whose token was revoked (as on the Harness transport). */
 const REVOKED_CLOSE_CODE = 4001;

@@ -120,6 +120,13 @@ export class LampFrames {
         "INVALID_REQUEST",
         "requestId was already used for a different request",
       );
+    if (registered.status === "key_taken")
+      return errorAnswer(
+        request.type,
+        request.requestId,
+        "IDEMPOTENCY_KEY_IN_USE",
+        `idempotency key ${registered.idempotencyKey} is already used by another run; nothing was registered, retry`,
+      );
     const reply = await this.receiptOf(deviceId, registered.runId);
     if (reply?.error)
       return errorAnswer(

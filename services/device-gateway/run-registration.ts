@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import type { VoiceRequest } from "../../libs/contract/lamp-wire.js";
 import { deviceCommandSchema } from "../../libs/os-store/commands.js";
@@ -7,13 +8,23 @@ import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 
-const registerRunScript = LuaScript.fromFile(new URL("./lua/register-run-1.lua", import.meta.url));
-const cancelRunScript = LuaScript.fromFile(new URL("./lua/cancel-run-1.lua", import.meta.url));
+/** `{status, runId, idempotencyKey}`; runId is empty when the minted key was already taken (nothing registered). */
+export const registerRunScript = LuaScript.fromFile(
+  new URL("./lua/register-run-1.lua", import.meta.url),
+  z.tuple([z.enum(["created", "existing", "conflict", "key_taken"]), z.string(), z.string()]),
+);
+const cancellationSchema = z.enum(["not_found", "already_cancelled", "cancelled", "stop_queued"]);
+const cancelRunScript = LuaScript.fromFile(
+  new URL("./lua/cancel-run-1.lua", import.meta.url),
+  cancellationSchema,
+);
 
 export type Registration =
-  { status: "created" | "existing"; runId: string; idempotencyKey: string } | { status: "conflict" };
+  | { status: "created" | "existing"; runId: string; idempotencyKey: string }
+  | { status: "conflict" }
+  | { status: "key_taken"; idempotencyKey: string };
 
-export type Cancellation = "not_found" | "already_cancelled" | "cancelled" | "stop_queued";
+export type Cancellation = z.infer<typeof cancellationSchema>;
 
 /**
  * The run registry's write side: a voice request becomes a durable run (local runId, fresh idempotency key, voice
@@ -41,13 +52,13 @@ export class RunRegistration {
       replyTo: this.gatewayInstanceId,
       at: now,
     });
-    const [status, storedRunId, idempotencyKey] = (await registerRunScript.run(
+    const [status, storedRunId, idempotencyKey] = await registerRunScript.run(
       this.redis,
       [device.base],
       [
         request.requestId,
         runId,
-        randomUUID(),
+        this.newIdempotencyKey(),
         canonicalHash(request),
         deviceId,
         request.agentId,
@@ -59,18 +70,24 @@ export class RunRegistration {
         now,
         JSON.stringify(command),
       ],
-    )) as [string, string, string];
+    );
     if (status === "created" || status === "existing") return { status, runId: storedRunId, idempotencyKey };
-    return { status: "conflict" };
+    if (status === "key_taken") return { status, idempotencyKey };
+    return { status };
   }
 
   async cancel(deviceId: string, runId: string, now = Date.now()): Promise<Cancellation> {
     const device = new OsDeviceKeys(this.keys, deviceId);
     const command = deviceCommandSchema.parse({ kind: "stop", runId, at: now });
-    return (await cancelRunScript.run(
+    return cancelRunScript.run(
       this.redis,
       [device.base],
       [runId, randomUUID(), now, JSON.stringify(command)],
-    )) as Cancellation;
+    );
+  }
+
+  /** The key the Harness will know this run by: fresh per run, never derived from the request. */
+  newIdempotencyKey(): string {
+    return randomUUID();
   }
 }

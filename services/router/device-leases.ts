@@ -1,11 +1,16 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import type { Logger } from "../../libs/logging/logger.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 
-const holdLease = LuaScript.fromFile(new URL("./lua/hold-lease-1.lua", import.meta.url));
+/** 1 while the lease is (still) ours after the step, 0 when another replica holds it. */
+const holdLease = LuaScript.fromFile(
+  new URL("./lua/hold-lease-1.lua", import.meta.url),
+  z.union([z.literal(0), z.literal(1)]),
+);
 
 export interface DeviceOwnership {
   stop(): Promise<void>;
@@ -95,9 +100,9 @@ export class DeviceLeases {
     this.held.set(deviceId, await this.options.own(deviceId));
   }
 
-  private async lease(deviceId: string, mode: "acquire" | "renew" | "release"): Promise<number> {
+  private async lease(deviceId: string, mode: "acquire" | "renew" | "release"): Promise<0 | 1> {
     const key = new OsDeviceKeys(this.options.keys, deviceId).lease;
     const { redis, owner, ttlMs } = this.options;
-    return (await holdLease.run(redis, [key], [owner, ttlMs, mode])) as number;
+    return holdLease.run(redis, [key], [owner, ttlMs, mode]);
   }
 }

@@ -1,15 +1,36 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { RejectionRecord } from "../../libs/os-store/result-record.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 
-const bindReceiptScript = LuaScript.fromFile(new URL("./lua/bind-receipt-1.lua", import.meta.url));
-const stageEventScript = LuaScript.fromFile(new URL("./lua/stage-event-1.lua", import.meta.url));
-const markSendFailedScript = LuaScript.fromFile(new URL("./lua/mark-send-failed-1.lua", import.meta.url));
+const bindOutcomeSchema = z.enum([
+  "bound",
+  "refreshed",
+  "stale",
+  "unknown_key",
+  "agent_mismatch",
+  "conflict",
+]);
+export type BindOutcome = z.infer<typeof bindOutcomeSchema>;
 
-export type BindOutcome = "bound" | "refreshed" | "stale" | "unknown_key" | "agent_mismatch" | "conflict";
+/** 1 when the step changed something (a rejection newly recorded, a run marked), 0 when it did not. */
+const changedSchema = z.union([z.literal(0), z.literal(1)]);
+
+const bindReceiptScript = LuaScript.fromFile(
+  new URL("./lua/bind-receipt-1.lua", import.meta.url),
+  z.tuple([bindOutcomeSchema, z.string()]),
+);
+const stageEventScript = LuaScript.fromFile(
+  new URL("./lua/stage-event-1.lua", import.meta.url),
+  changedSchema,
+);
+const markSendFailedScript = LuaScript.fromFile(
+  new URL("./lua/mark-send-failed-1.lua", import.meta.url),
+  changedSchema,
+);
 
 export type StageAction =
   | { action: "routed"; waitingField?: string }
@@ -69,7 +90,7 @@ export class RouterStore {
   }
 
   async bindReceipt(receipt: Receipt): Promise<{ outcome: BindOutcome; runId: string }> {
-    const [outcome, runId] = (await bindReceiptScript.run(
+    const [outcome, runId] = await bindReceiptScript.run(
       this.redis,
       [this.device.base],
       [
@@ -80,7 +101,7 @@ export class RouterStore {
         receipt.state,
         JSON.stringify(receipt),
       ],
-    )) as [BindOutcome, string];
+    );
     return { outcome, runId };
   }
 

@@ -1,19 +1,35 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import { Counter, type Registry } from "prom-client";
 import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { recordOnce } from "../../libs/os-store/audit-log.js";
 import type { Failpoint } from "../../libs/os-store/failpoint.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
-import { rejectionReasonSchema } from "../../libs/os-store/result-record.js";
+import { rejectionReasonSchema, type RejectionReason } from "../../libs/os-store/result-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 
-const storeResult = LuaScript.fromFile(new URL("./lua/store-result-1.lua", import.meta.url));
-
-type StoreOutcome =
-  "stored" | "stored_not_emitted" | "already_emitted" | "content_changed" | "member_invalid";
+/** `{outcome, storedHash | ''}`, or `{member_invalid, reason, runId}` naming the first member that no longer matches. */
+const storeResult = LuaScript.fromFile(
+  new URL("./lua/store-result-1.lua", import.meta.url),
+  z.union([
+    z.tuple([z.enum(["stored", "stored_not_emitted", "already_emitted", "content_changed"]), z.string()]),
+    z.tuple([
+      z.literal("member_invalid"),
+      rejectionReasonSchema.extract([
+        "UNKNOWN_MEMBER",
+        "KEY_MISMATCH",
+        "DELIVERY_MISMATCH",
+        "AGENT_MISMATCH",
+        "INSTANCE_MISMATCH",
+        "MEMBER_NOT_PENDING",
+      ]),
+      z.string(),
+    ]),
+  ]),
+);
 
 function counterOf(registry: Registry, name: string, help: string, labelNames: string[]): Counter {
   const existing = registry.getSingleMetric(name);
@@ -58,7 +74,7 @@ export class ResultResolution {
   async apply(routed: OsRouted): Promise<void> {
     const device = new OsDeviceKeys(this.keys, routed.deviceId);
     const resultKey = resultKeyOf(routed.serverInstanceId, routed.resultId);
-    const [outcome, detail, runId] = (await storeResult.run(
+    const reply = await storeResult.run(
       this.redis,
       [device.base],
       [
@@ -76,11 +92,11 @@ export class ResultResolution {
         routed.members.length,
         ...routed.members.flatMap((member) => [member.runId, member.deliveryId, member.idempotencyKey]),
       ],
-    )) as [StoreOutcome, string, string?];
-    this.outcomes.inc({ outcome });
-    if (outcome === "content_changed") return this.recordProtocolError(device, routed, detail);
-    if (outcome === "member_invalid") return this.recordRejection(device, routed, detail, runId ?? "");
-    if (outcome === "already_emitted") return;
+    );
+    this.outcomes.inc({ outcome: reply[0] });
+    if (reply[0] === "member_invalid") return this.recordRejection(device, routed, reply[1], reply[2]);
+    if (reply[0] === "content_changed") return this.recordProtocolError(device, routed, reply[1]);
+    if (reply[0] === "already_emitted") return;
     await this.failpoint.reach("run-resolver.after-store");
     await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
       deviceId: routed.deviceId,
@@ -116,15 +132,19 @@ export class ResultResolution {
   }
 
   /** A member changed between routing and storing (e.g. another result resolved it): nothing is applied. */
-  private async recordRejection(device: OsDeviceKeys, routed: OsRouted, reason: string, runId: string) {
-    const parsedReason = rejectionReasonSchema.parse(reason);
+  private async recordRejection(
+    device: OsDeviceKeys,
+    routed: OsRouted,
+    reason: RejectionReason,
+    runId: string,
+  ) {
     const recorded = await recordOnce(
       this.redis,
       device.base,
       "rejections",
       `resolver|${resultKeyOf(routed.serverInstanceId, routed.resultId)}|${routed.contentHash}`,
       {
-        reason: parsedReason,
+        reason,
         detail: `run ${runId} no longer matches`,
         kind: routed.source.wireKind,
         agentId: routed.agentId,
@@ -136,6 +156,6 @@ export class ResultResolution {
         at: Date.now(),
       },
     );
-    if (recorded) this.rejected.inc({ reason: parsedReason });
+    if (recorded) this.rejected.inc({ reason });
   }
 }

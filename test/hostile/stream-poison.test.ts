@@ -67,7 +67,7 @@ beforeAll(async () => {
     type: "voice.request",
     replyRoute: "voice",
   });
-  if (registered.status === "conflict") throw new Error("victim run not registered");
+  if (registered.status !== "created") throw new Error("victim run not registered");
   const store = new OsStoreFixture(t.redis, t.keys);
   await store.seedRun(CANARY, { runId: "canary-run", createdAt: Date.now(), replyRoute: "display" });
   await store.seedResolvedResult(CANARY, { resultId: CANARY_RESULT, runIds: ["canary-run"] });

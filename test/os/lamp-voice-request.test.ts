@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
@@ -8,6 +8,7 @@ import { hostServices, type HostedServices } from "../../libs/service/service-ho
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { routerService } from "../../services/router/definition.js";
+import { RunRegistration } from "../../services/device-gateway/run-registration.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
@@ -64,6 +65,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  vi.restoreAllMocks();
   for (const socket of sockets.splice(0)) socket.close();
   await services.stop();
   await peer.close();
@@ -141,6 +143,33 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       receipt: { state: "queued" },
     });
     expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(1);
+  });
+
+  it("a minted idempotency key that is already taken answers IDEMPOTENCY_KEY_IN_USE, registers nothing; the retry succeeds", async () => {
+    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const firstId = randomUUID();
+    lamp.send(voiceRequest(firstId));
+    const takenKey = String((await lamp.answerTo(firstId)).idempotencyKey);
+    vi.spyOn(RunRegistration.prototype, "newIdempotencyKey").mockReturnValueOnce(takenKey);
+
+    const requestId = randomUUID();
+    lamp.send(voiceRequest(requestId, "another question"));
+    const answer = await lamp.answerTo(requestId);
+    expect(answer).toMatchObject({ type: "voice.request_result", error: { code: "IDEMPOTENCY_KEY_IN_USE" } });
+    expect(JSON.stringify(answer)).not.toContain("requestId was already used");
+    const device = new OsDeviceKeys(t.keys, DEVICE);
+    expect(await t.redis.exists(device.request(requestId))).toBe(0);
+    expect(await t.redis.zcard(device.runs)).toBe(1);
+
+    lamp.send(voiceRequest(requestId, "another question"));
+    await waitFor(
+      () => lamp.frames.filter((frame) => frame.requestId === requestId).length,
+      (n) => n === 2,
+    );
+    const retried = lamp.frames.filter((frame) => frame.requestId === requestId)[1];
+    expect(retried).toMatchObject({ type: "voice.request_result", receipt: { state: "queued" } });
+    expect(retried?.idempotencyKey).not.toBe(takenKey);
+    expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(2);
   });
 
   it("refuses the upgrade with 401 without a valid device token", async () => {

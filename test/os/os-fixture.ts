@@ -3,8 +3,7 @@ import { STREAMS } from "../../libs/contract/streams.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
-import { RunRegistration } from "../../services/device-gateway/run-registration.js";
+import { registerRunScript, RunRegistration } from "../../services/device-gateway/run-registration.js";
 import { RouterStore } from "../../services/router/router-store.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
@@ -13,10 +12,6 @@ export const JWT_SECRET = "os-test-secret-0123456789abcdef";
 export const AGENT = "agent-fixture";
 export const MACHINE = "machine-fixture";
 export const ORIGIN = "originating-instance";
-
-const registerRun = LuaScript.fromFile(
-  new URL("../../services/device-gateway/lua/register-run-1.lua", import.meta.url),
-);
 
 /** Environment for OS services under test: a fresh prefix, the scripted peer, short leases and waits. */
 export function osEnv(t: TestRedis, peer: ScriptedHarnessPeer, extra: Record<string, string> = {}) {
@@ -59,7 +54,7 @@ export async function seedRun(
   const runId = `run-${spec.key}-${randomUUID().slice(0, 8)}`;
   const now = Date.now();
   const command = JSON.stringify({ kind: "send", runId, replyTo: "seed", at: now });
-  await registerRun.run(
+  await registerRunScript.run(
     t.redis,
     [device.base],
     [
@@ -97,7 +92,7 @@ export async function registerVoiceRun(t: TestRedis, deviceId: string) {
     voiceTarget: { id: "target-1" },
     replyRoute: "voice",
   });
-  if (registration.status === "conflict") throw new Error("run not registered");
+  if (registration.status !== "created") throw new Error("run not registered");
   return { runId: registration.runId, idempotencyKey: registration.idempotencyKey };
 }
 

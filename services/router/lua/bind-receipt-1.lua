@@ -3,7 +3,7 @@
 -- The stored receipt only moves forward (queued < delivered < started < terminal, terminal final), as on the
 -- Harness: a duplicated or reordered older receipt.updated (or receipt.get answer) refreshes nothing.
 -- KEYS[1] = B; ARGV: idempotencyKey, agentId, deliveryId, serverInstanceId, receiptState, receiptJson
-local RANK = {queued = 0, delivered = 1, started = 2, completed = 3, rejected = 3, unknown = 3}
+--!include receipt-rank.lua
 local base = KEYS[1]
 local runId = redis.call('GET', base .. ':key:' .. ARGV[1])
 if not runId then
@@ -21,7 +21,7 @@ local holder = redis.call('GET', base .. ':delivery:' .. ARGV[3])
 if holder and holder ~= runId then
   return { 'conflict', runId }
 end
-local held, incoming = RANK[run[4]], RANK[ARGV[5]] or 0
+local held, incoming = RECEIPT_RANK[run[4]], RECEIPT_RANK[ARGV[5]] or 0
 if held and (incoming < held or (held == 3 and run[4] ~= ARGV[5])) then
   return { 'stale', runId }
 end

@@ -3,6 +3,7 @@
 -- KEYS[1] = B
 -- ARGV: leaseOwner, action ('routed' | 'reject' | 'wait' | 'ignore' | 'resync'), transportInstanceId,
 --       cursor ('' = leave the cursor), waitingField, waitingJson, rejectionId, rejectionJson
+--!include record-once.lua
 local base = KEYS[1]
 if redis.call('GET', base .. ':lease') ~= ARGV[1] then
   return redis.error_reply('LEASE_LOST')
@@ -10,10 +11,8 @@ end
 local action, waitingField = ARGV[2], ARGV[5]
 local recorded = 0
 -- Writes that can fail on a damaged key come first: a script is not rolled back, so nothing may precede them.
-if action == 'reject' and redis.call('SISMEMBER', base .. ':rejections-ids', ARGV[7]) == 0 then
-  redis.call('XADD', base .. ':rejections', '*', 'payload', ARGV[8])
-  redis.call('SADD', base .. ':rejections-ids', ARGV[7])
-  recorded = 1
+if action == 'reject' then
+  recorded = record_once(base, 'rejections', ARGV[7], ARGV[8])
 end
 if action == 'wait' then
   -- A replay of a held result keeps the first entry (and so when it was first held).

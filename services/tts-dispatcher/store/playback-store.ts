@@ -15,10 +15,6 @@ import {
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 
-const createOutbox = LuaScript.fromFile(new URL("../lua/outbox-create-1.lua", import.meta.url));
-const createPlayback = LuaScript.fromFile(new URL("../lua/playback-create-1.lua", import.meta.url));
-const playbackStep = LuaScript.fromFile(new URL("../lua/playback-step-1.lua", import.meta.url));
-
 export interface NewOutboxEntry {
   deviceId: string;
   resultKey: string;
@@ -80,9 +76,11 @@ const stepResultSchema = z
   }));
 export type StepResult = z.infer<typeof stepResultSchema>;
 
+const createdSchema = z.union([z.literal(0), z.literal(1)]);
+
 const creationSchema = z
   .tuple([
-    z.number(),
+    createdSchema,
     playbackStateSchema,
     z.string(),
     z.string(),
@@ -95,6 +93,19 @@ const creationSchema = z
     notice: noticeId && noticeState ? { playbackId: noticeId, state: noticeState } : undefined,
   }));
 
+const createOutbox = LuaScript.fromFile(
+  new URL("../lua/outbox-create-1.lua", import.meta.url),
+  creationSchema,
+);
+const createPlayback = LuaScript.fromFile(
+  new URL("../lua/playback-create-1.lua", import.meta.url),
+  z.tuple([createdSchema, playbackStateSchema]),
+);
+const playbackStep = LuaScript.fromFile(
+  new URL("../lua/playback-step-1.lua", import.meta.url),
+  stepResultSchema,
+);
+
 /**
  * The outbox and playback records under the device's OS base (`B:outbox:<resultKey>`, `B:playback:<playbackId>`);
  * every change is one Lua step on the device's hash slot.
@@ -106,7 +117,7 @@ export class PlaybackStore {
   ) {}
 
   async createOutboxEntry(entry: NewOutboxEntry, now: number): Promise<OutboxCreation> {
-    const reply = await createOutbox.run(
+    return createOutbox.run(
       this.redis,
       [this.keys.osDevice(entry.deviceId)],
       [
@@ -125,14 +136,13 @@ export class PlaybackStore {
         entry.notice?.text ?? "",
       ],
     );
-    return creationSchema.parse(reply);
   }
 
   async createRepeat(
     playback: NewRepeatPlayback,
     now: number,
   ): Promise<{ created: boolean; state: PlaybackState }> {
-    const reply = await createPlayback.run(
+    const [created, state] = await createPlayback.run(
       this.redis,
       [this.keys.osDevice(playback.deviceId)],
       [
@@ -148,7 +158,6 @@ export class PlaybackStore {
         playback.text,
       ],
     );
-    const [created, state] = z.tuple([z.number(), playbackStateSchema]).parse(reply);
     return { created: created === 1, state };
   }
 
@@ -167,12 +176,11 @@ export class PlaybackStore {
           ? operation.ack
           : "";
     const deadGateway = operation.op === "claim" ? operation.deadGateway : "";
-    const reply = await playbackStep.run(
+    return playbackStep.run(
       this.redis,
       [this.keys.osDevice(deviceId)],
       [operation.op, playbackId, now, arg, deadGateway],
     );
-    return stepResultSchema.parse(reply);
   }
 
   async playback(deviceId: string, playbackId: string): Promise<PlaybackRecord | undefined> {
