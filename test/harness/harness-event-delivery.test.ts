@@ -1,22 +1,21 @@
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { helloResultSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
 import {
   correlatedSummaryEventSchema,
   correlatedSummaryPayloadSchema,
   turnResultEventSchema,
 } from "../../libs/contract/turn-result.js";
-import type { HostedServices } from "../../libs/service/service-host.js";
 import { instanceKey } from "../../libs/harness-store/harness-keys.js";
 import { corpusAvailable, corpusPath, corpusSkipReason } from "../helpers/corpus.js";
-import { createTestRedis, deleteByPrefix, type TestRedis } from "../helpers/test-redis.js";
+import { deleteByPrefix, waitFor } from "../helpers/test-redis.js";
 import {
-  EvidenceFeed,
   HarnessPeer,
   evidenceSettled,
   receiptOf,
-  startHarness,
+  useHarnessStack,
+  type HarnessStack,
   type ReceiptRef,
 } from "./harness-fixture.js";
 
@@ -25,21 +24,12 @@ const fixture = (set: string, file: string) =>
 const peerSchema = (set: string) =>
   new Ajv2020({ strict: false }).compile(fixture(set, "result.schema.json"));
 
-interface Stack {
-  t: TestRedis;
-  harness: HostedServices;
-  feed: EvidenceFeed;
-}
-
-async function stack(label: string, env: Record<string, string> = {}): Promise<Stack> {
-  const t = createTestRedis(label);
-  const harness = await startHarness(t, { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_SECOND: "1000", ...env });
-  return { t, harness, feed: new EvidenceFeed(t) };
-}
+const stack = (label: string, env: Record<string, string> = {}) =>
+  useHarnessStack(label, { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_SECOND: "1000", ...env });
 
 /** Sends keys from `peer`, and proves a result over them (group when several) plus one single result for `single`. */
 async function produceResults(
-  s: Stack,
+  s: HarnessStack,
   peer: HarnessPeer,
   deviceId: string,
   group: string[],
@@ -63,17 +53,8 @@ async function produceResults(
   return receipts;
 }
 
-async function settle(ms = 400) {
-  await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 describe("capability gating and partitioning (v2, default plain legacy profile)", () => {
-  let s: Stack;
-  beforeAll(async () => (s = await stack("gating")));
-  afterAll(async () => {
-    await s.harness.stop();
-    await s.t.cleanup();
-  });
+  const s = stack("gating");
 
   it("turn.result counts: legacy 0 / capable 1 / downgraded 0 / other device 0", async () => {
     const legacy = await HarnessPeer.connect(s.harness.url, "lamp-1");
@@ -87,7 +68,7 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
     await otherDevice.hello();
     await produceResults(s, capable, "lamp-1", ["A", "B"]);
     await capable.waitForEvents("turn.result", 1);
-    await settle();
+    await Promise.all([legacy, capable, downgraded, otherDevice].map((peer) => peer.drained()));
     const counts = [legacy, capable, downgraded, otherDevice].map(
       (peer) => peer.events("turn.result").length,
     );
@@ -105,7 +86,7 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
     await legacy.hello([]);
     await produceResults(s, v2, "lamp-plain", ["G1", "G2"], "C");
     const [summary] = await legacy.waitForEvents("turn.summary", 1);
-    await settle();
+    await Promise.all([v2.drained(), legacy.drained()]);
     expect(legacy.events("turn.summary")).toHaveLength(1);
     expect(legacy.events("turn.result")).toHaveLength(0);
     expect(Object.keys(summary!.payload as object).sort()).toEqual([
@@ -131,7 +112,7 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
   it("a resync replays only the device's own retained results", async () => {
     const late = await HarnessPeer.connect(s.harness.url, "lamp-2");
     await late.hello();
-    await settle(200);
+    await late.drained();
     expect(late.events("turn.result")).toEqual([]);
     const owner = await HarnessPeer.connect(s.harness.url, "lamp-1");
     await owner.hello();
@@ -145,18 +126,16 @@ describe("capability gating and partitioning (v2, default plain legacy profile)"
 });
 
 describe("resume, resync and instance change", () => {
-  let s: Stack;
-  beforeAll(async () => (s = await stack("resume")));
-  afterAll(async () => {
-    await s.harness.stop();
-    await s.t.cleanup();
-  });
+  const s = stack("resume");
 
   it("first connect gets a resync; a valid cursor replays exactly the retained events after it", async () => {
     const peer = await HarnessPeer.connect(s.harness.url, "lamp-r");
     const hello = helloResultSchema.parse(await peer.hello());
     expect(hello.resumed).toBe(false);
-    await settle(100);
+    await waitFor(
+      () => peer.frames.length,
+      (count) => count >= 2,
+    );
     expect(resyncSchema.parse(peer.frames[1])).toEqual({
       type: "resync",
       reason: "instance_changed",
@@ -237,7 +216,7 @@ describe("resume, resync and instance change", () => {
     );
     expect(hello).toMatchObject({ resumed: false, cursor: 0 });
     expect(hello.serverInstanceId).not.toBe(oldHello.serverInstanceId);
-    await settle(200);
+    await peer.drained();
     expect(peer.frames.find((frame) => frame.type === "resync")).toMatchObject({
       reason: "instance_changed",
       cursor: 0,
@@ -251,12 +230,7 @@ describe("resume, resync and instance change", () => {
 describe.skipIf(!corpusAvailable)(
   `openharness fixtures (${corpusAvailable ? "corpus" : corpusSkipReason})`,
   () => {
-    let s: Stack;
-    beforeAll(async () => (s = await stack("fixtures", { LEGACY_SUMMARY_PROFILE: "correlated" })));
-    afterAll(async () => {
-      await s.harness.stop();
-      await s.t.cleanup();
-    });
+    const s = stack("fixtures", { LEGACY_SUMMARY_PROFILE: "correlated" });
 
     it("both fixture sets' group and input results validate against our contract schemas", () => {
       for (const file of ["group-result.json", "input-result.json"]) {

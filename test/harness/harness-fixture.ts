@@ -3,15 +3,17 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import WebSocket from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
 import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { resultProducerService } from "../../services/result-producer/definition.js";
-import { waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 
 export const SECRET = "harness-test-secret-0123456789";
 export const MACHINE = "machine-1";
@@ -55,6 +57,27 @@ export async function startHarness(
   );
 }
 
+/** A Redis namespace with the gateway and the producer running on it, and hand-written evidence for it. */
+export interface HarnessStack {
+  t: TestRedis;
+  harness: HostedServices;
+  feed: EvidenceFeed;
+}
+
+/** The stack of a test file or describe block: started before its first test, stopped after its last. */
+export function useHarnessStack(label: string, overrides: Record<string, string> = {}): HarnessStack {
+  const stack = {} as HarnessStack;
+  beforeAll(async () => {
+    const t = createTestRedis(label);
+    Object.assign(stack, { t, harness: await startHarness(t, overrides), feed: new EvidenceFeed(t) });
+  });
+  afterAll(async () => {
+    await stack.harness.stop();
+    await stack.t.cleanup();
+  });
+  return stack;
+}
+
 export const wsUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}/v1/harness/ws`;
 
 export const tokenFor = (deviceId: string, role: "device" | "operator" = "device") =>
@@ -68,6 +91,7 @@ export class HarnessPeer {
   /** The exact text of every frame, in order (payload bytes are compared byte for byte). */
   readonly raw: string[] = [];
   private waiters: { requestId: string | null; resolve: (frame: Frame) => void }[] = [];
+  private capabilities: string[] = [];
   closed: { code: number; reason: string } | undefined;
 
   private constructor(readonly socket: WebSocket) {
@@ -113,6 +137,7 @@ export class HarnessPeer {
     capabilities: string[] = ["turn.correlation.v2"],
     resume?: { serverInstanceId: string; cursor: number },
   ) {
+    this.capabilities = capabilities;
     return this.request({
       type: "hello",
       requestId: randomUUID(),
@@ -166,6 +191,23 @@ export class HarnessPeer {
       (events) => events.length >= count,
       { timeoutMs },
     );
+  }
+
+  /**
+   * Resolves once the gateway has sent this peer everything its device's log holds now. A session answers hellos
+   * and pushes in one queue, so a hello resumed at the last cursor seen is answered after every push queued before
+   * it, and its own replay sends whatever the peer had not been sent yet.
+   */
+  async drained(): Promise<void> {
+    const hello = this.frames.filter((frame) => frame.type === "hello_result").at(-1);
+    if (typeof hello?.serverInstanceId !== "string") throw new Error("drained() before a hello");
+    const seen = this.frames.map((frame) => (frame.type === "resync" ? frame.cursor : frame.eventId));
+    const cursor = Math.max(
+      Number(hello.cursor),
+      ...seen.filter((id): id is number => typeof id === "number"),
+    );
+    const answer = await this.hello(this.capabilities, { serverInstanceId: hello.serverInstanceId, cursor });
+    if (answer.resumed !== true) throw new Error(`resume at ${cursor} refused: ${JSON.stringify(answer)}`);
   }
 
   close(): Promise<void> {
@@ -262,13 +304,19 @@ export async function storeCounts(t: TestRedis, deviceId: string) {
   return { reservations, dispatched, results };
 }
 
+/** The last eventId handed out on the device's log (0 before its first event). */
+export async function eventHead(t: TestRedis, deviceId: string): Promise<number> {
+  return Number((await t.redis.get(new HarnessDeviceKeys(t.keys, deviceId).eventSequence)) ?? 0);
+}
+
 /** Waits until the producer's consumer group has acked everything on harness.evidence. */
 export async function evidenceSettled(t: TestRedis): Promise<void> {
   const stream = t.keys.stream(STREAMS.harnessEvidence.name);
   const settled = await waitFor(
     async () => {
       const groups = (await t.redis.xinfo("GROUPS", stream)) as unknown[][];
-      const group = groups.find((fields) => fields[1] === "result-producer");
+      const { group: producerGroup } = STREAM_CATALOG.harnessEvidence.consumers.resultProducer;
+      const group = groups.find((fields) => fields[1] === producerGroup);
       if (!group) return false;
       const info = Object.fromEntries(
         Array.from({ length: group.length / 2 }, (_, i) => [group[2 * i], group[2 * i + 1]]),

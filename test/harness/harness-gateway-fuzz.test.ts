@@ -1,36 +1,24 @@
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import WebSocket from "ws";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { harnessErrorCodeSchema, harnessErrorResultSchema } from "../../libs/contract/harness-wire.js";
-import type { HostedServices } from "../../libs/service/service-host.js";
-import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
-import { AGENT, MACHINE, startHarness, storeCounts, tokenFor, wsUrl } from "./harness-fixture.js";
+import { AGENT, MACHINE, storeCounts, tokenFor, useHarnessStack, wsUrl } from "./harness-fixture.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 10_000);
 const DEVICE = "lamp-fuzz";
 
-let t: TestRedis;
-let harness: HostedServices;
-
-beforeAll(async () => {
-  t = createTestRedis("fuzz");
-  harness = await startHarness(t, {
-    RATE_LIMIT_BURST: "1000000",
-    RATE_LIMIT_PER_SECOND: "1000000",
-    MAX_IN_FLIGHT: "64",
-  });
-});
-afterAll(async () => {
-  await harness.stop();
-  await t.cleanup();
+const s = useHarnessStack("fuzz", {
+  RATE_LIMIT_BURST: "1000000",
+  RATE_LIMIT_PER_SECOND: "1000000",
+  MAX_IN_FLIGHT: "64",
 });
 
 type Json = Record<string, unknown>;
 
 /** A raw socket that answers "what was the `_result` to the frame I just sent" (events and resyncs are skipped). */
 async function rawPeer(): Promise<{ exchange: (text: string) => Promise<Json>; socket: WebSocket }> {
-  const socket = new WebSocket(wsUrl(harness.url), {
+  const socket = new WebSocket(wsUrl(s.harness.url), {
     headers: { authorization: `Bearer ${await tokenFor(DEVICE)}` },
   });
   await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
@@ -115,13 +103,13 @@ describe("harness-gateway fuzz", () => {
     const { exchange, socket } = await rawPeer();
     await exchange(JSON.stringify(templates.hello()));
     await exchange(JSON.stringify(templates.send("existing")));
-    let counts = await storeCounts(t, DEVICE);
+    let counts = await storeCounts(s.t, DEVICE);
     const tally = { accepted: 0, rejected: 0, byCode: {} as Record<string, number> };
     const started = Date.now();
     await fc.assert(
       fc.asyncProperty(frameText, async (text) => {
         const answer = await exchange(text);
-        const after = await storeCounts(t, DEVICE);
+        const after = await storeCounts(s.t, DEVICE);
         if ("error" in answer) {
           const { error } = harnessErrorResultSchema.parse(answer);
           expect(harnessErrorCodeSchema.options).toContain(error.code);
@@ -144,7 +132,7 @@ describe("harness-gateway fuzz", () => {
     );
     expect(socket.readyState).toBe(WebSocket.OPEN);
     expect(tally.rejected).toBeGreaterThan(RUNS / 2);
-    expect((await fetch(`${harness.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${s.harness.url}/healthz`)).status).toBe(200);
     socket.close();
   }, 120_000);
 });

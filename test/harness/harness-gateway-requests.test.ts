@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   harnessErrorResultSchema,
   helloResultSchema,
@@ -8,43 +8,31 @@ import {
 } from "../../libs/contract/harness-wire.js";
 import { signToken } from "../../libs/auth/tokens.js";
 import { STREAMS, harnessDispatchSchema } from "../../libs/contract/streams.js";
-import type { HostedServices } from "../../libs/service/service-host.js";
-import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
 import {
   AGENT,
   HarnessPeer,
   MACHINE,
   SECRET,
   receiptOf,
-  startHarness,
   storeCounts,
+  useHarnessStack,
   wsUrl,
 } from "./harness-fixture.js";
 
-let t: TestRedis;
-let harness: HostedServices;
-
-beforeAll(async () => {
-  t = createTestRedis("hgw-requests");
-  harness = await startHarness(t, {
-    RECEIPT_CAPACITY: "3",
-    RATE_LIMIT_BURST: "1000",
-    RATE_LIMIT_PER_SECOND: "1000",
-  });
-});
-afterAll(async () => {
-  await harness.stop();
-  await t.cleanup();
+const s = useHarnessStack("hgw-requests", {
+  RECEIPT_CAPACITY: "3",
+  RATE_LIMIT_BURST: "1000",
+  RATE_LIMIT_PER_SECOND: "1000",
 });
 
 async function dispatched() {
-  const entries = await t.redis.xrange(t.keys.stream(STREAMS.harnessDispatch.name), "-", "+");
+  const entries = await s.t.redis.xrange(s.t.keys.stream(STREAMS.harnessDispatch.name), "-", "+");
   return entries.map(([, fields]) => harnessDispatchSchema.parse(JSON.parse(fields[1] as string)));
 }
 
 /** The HTTP status a WebSocket upgrade gets (101 when it is accepted). */
 function upgradeStatus(headers: Record<string, string>): Promise<number> {
-  const socket = new WebSocket(wsUrl(harness.url), { headers });
+  const socket = new WebSocket(wsUrl(s.harness.url), { headers });
   socket.on("error", () => undefined);
   return new Promise((resolve) => {
     socket.once("unexpected-response", (_request, response) => {
@@ -74,7 +62,7 @@ describe("harness-gateway authentication", () => {
 
 describe("harness-gateway hello", () => {
   it("answers hello with machineId, instance, limits and v2 only when the peer asked", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-hello");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-hello");
     const capable = helloResultSchema.parse(await peer.hello(["turn.correlation.v2", "x.other"]));
     expect(capable.machineId).toBe(MACHINE);
     expect(capable.capabilities).toEqual(["turn.correlation.v2"]);
@@ -92,20 +80,20 @@ describe("harness-gateway hello", () => {
   });
 
   it("answers every request before hello with INVALID_REQUEST and changes nothing", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-early");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-early");
     const answer = await peer.send("early-1");
     expect(harnessErrorResultSchema.parse(answer)).toMatchObject({
       type: "turn.send_result",
       error: { code: "INVALID_REQUEST" },
     });
-    expect((await storeCounts(t, "lamp-early")).reservations).toBe(0);
+    expect((await storeCounts(s.t, "lamp-early")).reservations).toBe(0);
     await peer.close();
   });
 });
 
 describe("harness-gateway reservations", () => {
   it("reserves before dispatch: accepted once, a same-key resend after a lost ack is a duplicate and is not dispatched again", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-dup");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-dup");
     await peer.hello();
     const before = (await dispatched()).length;
     const first = turnSendResultSchema.parse(await peer.send("key-A", "build a house"));
@@ -143,7 +131,7 @@ describe("harness-gateway reservations", () => {
   });
 
   it("reserves turn.stop like a send and dispatches it as a stop", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-stop");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-stop");
     await peer.hello();
     const answer = await peer.stop("stop-1");
     expect(answer).toMatchObject({
@@ -163,7 +151,7 @@ describe("harness-gateway reservations", () => {
   });
 
   it("answers BACKPRESSURE at capacity when every reservation is unresolved, evicting nothing", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-full");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-full");
     await peer.hello();
     for (const key of ["f-1", "f-2", "f-3"])
       expect(await peer.send(key)).toMatchObject({ status: "accepted" });
@@ -171,14 +159,14 @@ describe("harness-gateway reservations", () => {
       type: "turn.send_result",
       error: { code: "BACKPRESSURE" },
     });
-    expect((await storeCounts(t, "lamp-full")).reservations).toBe(3);
+    expect((await storeCounts(s.t, "lamp-full")).reservations).toBe(3);
     for (const key of ["f-1", "f-2", "f-3"])
       expect(await peer.receipt(key)).toMatchObject({ receipt: { state: "queued" } });
     await peer.close();
   });
 
   it("refuses unknown agents and agents of another machine", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-agents");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-agents");
     await peer.hello();
     const base = { type: "turn.send", idempotencyKey: "a-1", text: "hi" };
     expect(
@@ -187,12 +175,12 @@ describe("harness-gateway reservations", () => {
     expect(
       await peer.request({ ...base, requestId: randomUUID(), machineId: "machine-9", agentId: AGENT }),
     ).toMatchObject({ error: { code: "MACHINE_MISMATCH" } });
-    expect((await storeCounts(t, "lamp-agents")).reservations).toBe(0);
+    expect((await storeCounts(s.t, "lamp-agents")).reservations).toBe(0);
     await peer.close();
   });
 
   it("rejects malformed frames with coded errors addressed to their op", async () => {
-    const peer = await HarnessPeer.connect(harness.url, "lamp-bad");
+    const peer = await HarnessPeer.connect(s.harness.url, "lamp-bad");
     await peer.hello();
     const requestId = randomUUID();
     expect(await peer.sendRaw("{not json", null)).toEqual({
@@ -205,72 +193,48 @@ describe("harness-gateway reservations", () => {
       requestId,
       error: { code: "INVALID_REQUEST" },
     });
-    const notUuid = {
+    const send = {
       type: "turn.send",
-      requestId: "not-a-uuid",
+      requestId,
       machineId: MACHINE,
       agentId: AGENT,
       idempotencyKey: "k",
       text: "x",
     };
-    expect(await peer.sendRaw(JSON.stringify(notUuid), null)).toMatchObject({
+    expect(await peer.sendRaw(JSON.stringify({ ...send, requestId: "not-a-uuid" }), null)).toMatchObject({
       type: "turn.send_result",
       requestId: null,
       error: { code: "INVALID_REQUEST" },
     });
-    expect(
-      await peer.request({
-        type: "turn.send",
-        requestId,
-        machineId: MACHINE,
-        agentId: AGENT,
-        idempotencyKey: "k",
-        text: "x",
-        extra: 1,
-      }),
-    ).toMatchObject({ type: "turn.send_result", requestId, error: { code: "INVALID_REQUEST" } });
-    expect(
-      await peer.request({
-        type: "turn.send",
-        requestId,
-        machineId: MACHINE,
-        agentId: AGENT,
-        idempotencyKey: "k",
-        text: "é".repeat(8193),
-      }),
-    ).toMatchObject({ error: { code: "PAYLOAD_TOO_LARGE" } });
-    expect(
-      await peer.request({
-        type: "turn.send",
-        requestId,
-        machineId: MACHINE,
-        agentId: AGENT,
-        idempotencyKey: "bad key",
-        text: "x",
-      }),
-    ).toMatchObject({ error: { code: "INVALID_REQUEST" } });
+    expect(await peer.request({ ...send, extra: 1 })).toMatchObject({
+      type: "turn.send_result",
+      requestId,
+      error: { code: "INVALID_REQUEST" },
+    });
+    expect(await peer.request({ ...send, text: "é".repeat(8193) })).toMatchObject({
+      error: { code: "PAYLOAD_TOO_LARGE" },
+    });
+    expect(await peer.request({ ...send, idempotencyKey: "bad key" })).toMatchObject({
+      error: { code: "INVALID_REQUEST" },
+    });
     expect(await peer.request({ type: "hello", requestId, proto: 2 })).toMatchObject({
       type: "hello_result",
       error: { code: "UNSUPPORTED_CAPABILITY" },
     });
-    expect((await storeCounts(t, "lamp-bad")).reservations).toBe(0);
+    expect((await storeCounts(s.t, "lamp-bad")).reservations).toBe(0);
     await peer.close();
   });
 });
 
 describe("harness-gateway per-connection limits", () => {
-  let limited: HostedServices;
-  beforeAll(async () => {
-    limited = await startHarness(t, {
-      RATE_LIMIT_BURST: "20",
-      RATE_LIMIT_PER_SECOND: "0.001",
-      MAX_IN_FLIGHT: "1",
-    });
+  const limited = useHarnessStack("hgw-limits", {
+    RATE_LIMIT_BURST: "20",
+    RATE_LIMIT_PER_SECOND: "0.001",
+    MAX_IN_FLIGHT: "1",
   });
-  afterAll(async () => limited.stop());
 
   it("answers RATE_LIMITED once the token bucket is empty and BACKPRESSURE beyond the in-flight bound", async () => {
-    const peer = await HarnessPeer.connect(limited.url, "lamp-limits");
+    const peer = await HarnessPeer.connect(limited.harness.url, "lamp-limits");
     await peer.hello();
     const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => peer.receipt(`burst-${i}`)));
     const codes = burst.map((frame) => (frame.error as { code?: string } | undefined)?.code ?? "ok");

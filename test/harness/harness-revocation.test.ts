@@ -1,44 +1,31 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HostedServices } from "../../libs/service/service-host.js";
+import { describe, expect, it } from "vitest";
+import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { TsProcess } from "../helpers/child-process.js";
-import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { waitFor } from "../helpers/test-redis.js";
 import {
-  EvidenceFeed,
   HarnessPeer,
   evidenceSettled,
   receiptOf,
-  startHarness,
   storeCounts,
   tokenFor,
+  useHarnessStack,
 } from "./harness-fixture.js";
 
-let t: TestRedis;
-let harness: HostedServices;
-let feed: EvidenceFeed;
-
-beforeAll(async () => {
-  t = createTestRedis("revoke");
-  harness = await startHarness(t);
-  feed = new EvidenceFeed(t);
-});
-afterAll(async () => {
-  await harness.stop();
-  await t.cleanup();
-});
+const s = useHarnessStack("revoke");
 
 async function deviceWithResult(deviceId: string) {
-  const peer = await HarnessPeer.connect(harness.url, deviceId);
+  const peer = await HarnessPeer.connect(s.harness.url, deviceId);
   await peer.hello();
   const receipt = receiptOf(await peer.send("A"));
-  await feed.consumed(deviceId, receipt);
-  await feed.completed(`turn-${deviceId}`, [{ deviceId, receipt }], "done");
+  await s.feed.consumed(deviceId, receipt);
+  await s.feed.completed(`turn-${deviceId}`, [{ deviceId, receipt }], "done");
   await peer.waitForEvents("turn.result", 1);
-  await evidenceSettled(t);
+  await evidenceSettled(s.t);
   return peer;
 }
 
 const revoke = async (deviceId: string, token: string) =>
-  fetch(`${harness.url}/v1/admin/devices/${deviceId}`, {
+  fetch(`${s.harness.url}/v1/admin/devices/${deviceId}`, {
     method: "DELETE",
     headers: { authorization: `Bearer ${token}` },
   });
@@ -46,11 +33,11 @@ const revoke = async (deviceId: string, token: string) =>
 describe("device revocation", () => {
   it("is operator-only: no token 401, a device token 403, and nothing is removed", async () => {
     await deviceWithResult("lamp-guarded");
-    expect((await fetch(`${harness.url}/v1/admin/devices/lamp-guarded`, { method: "DELETE" })).status).toBe(
+    expect((await fetch(`${s.harness.url}/v1/admin/devices/lamp-guarded`, { method: "DELETE" })).status).toBe(
       401,
     );
     expect((await revoke("lamp-guarded", await tokenFor("lamp-guarded"))).status).toBe(403);
-    expect(await storeCounts(t, "lamp-guarded")).toMatchObject({ reservations: 1, results: 1 });
+    expect(await storeCounts(s.t, "lamp-guarded")).toMatchObject({ reservations: 1, results: 1 });
   });
 
   it("revoke removes everything: receipts, results, event log; sessions close; older tokens are REVOKED", async () => {
@@ -71,17 +58,22 @@ describe("device revocation", () => {
         (closed) => closed !== undefined,
       ),
     ).toEqual({ code: 4001, reason: "revoked" });
-    expect(await storeCounts(t, "lamp-revoked")).toMatchObject({ reservations: 0, results: 0 });
-    const leftovers = await t.redis.keys(`${t.keys.harnessDevice("lamp-revoked")}:*`);
-    expect(leftovers).toEqual([`${t.keys.harnessDevice("lamp-revoked")}:revoked-at`]);
-    await expect(HarnessPeer.connectWithToken(harness.url, oldToken)).rejects.toThrow(/401/);
-    expect(await storeCounts(t, "lamp-kept")).toMatchObject({ reservations: 1, results: 1 });
+    expect(await storeCounts(s.t, "lamp-revoked")).toMatchObject({ reservations: 0, results: 0 });
+    const leftovers = await s.t.redis.keys(`${s.t.keys.harnessDevice("lamp-revoked")}:*`);
+    expect(leftovers).toEqual([`${s.t.keys.harnessDevice("lamp-revoked")}:revoked-at`]);
+    await expect(HarnessPeer.connectWithToken(s.harness.url, oldToken)).rejects.toThrow(/401/);
+    expect(await storeCounts(s.t, "lamp-kept")).toMatchObject({ reservations: 1, results: 1 });
     expect(bystander.closed).toBeUndefined();
 
     // A token minted after the revocation (next second: iat has second resolution) starts from nothing.
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
-    const fresh = await HarnessPeer.connect(harness.url, "lamp-revoked");
+    const revokedAt = Number(await s.t.redis.get(new HarnessDeviceKeys(s.t.keys, "lamp-revoked").revokedAt));
+    await waitFor(
+      () => Math.floor(Date.now() / 1000),
+      (second) => second > Math.floor(revokedAt / 1000),
+    );
+    const fresh = await HarnessPeer.connect(s.harness.url, "lamp-revoked");
     await fresh.hello();
+    await fresh.drained();
     expect(await fresh.receipt("A")).toMatchObject({ receipt: null });
     expect(fresh.events()).toEqual([]);
     await fresh.close();
@@ -90,7 +82,7 @@ describe("device revocation", () => {
 
   it("tools/revoke-device.ts does the same from the command line", async () => {
     const peer = await deviceWithResult("lamp-cli");
-    const cli = new TsProcess("tools/revoke-device.ts", { REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix }, [
+    const cli = new TsProcess("tools/revoke-device.ts", { REDIS_URL: s.t.url, KEY_PREFIX: s.t.keys.prefix }, [
       "--device",
       "lamp-cli",
     ]);
@@ -106,6 +98,6 @@ describe("device revocation", () => {
         (code) => code !== undefined,
       ),
     ).toBe(4001);
-    expect(await storeCounts(t, "lamp-cli")).toMatchObject({ reservations: 0, results: 0 });
+    expect(await storeCounts(s.t, "lamp-cli")).toMatchObject({ reservations: 0, results: 0 });
   });
 });
