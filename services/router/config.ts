@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { envBool, envInt } from "../../libs/config/env-fields.js";
+import { crashPointEnv } from "../../libs/test-support/crash-point.js";
 
 export const routerConfigSchema = z
   .object({
@@ -15,7 +16,8 @@ export const routerConfigSchema = z
     HARNESS_REQUEST_TIMEOUT_MS: envInt(5_000, 50),
     HARNESS_RECONNECT_MS: envInt(1_000, 10),
     ROUTER_INSTANCE_ID: z.string().min(1).max(128).optional(),
-    FAILPOINT: z.string().optional(),
+    /** Crash tests: `router.after-stage`. */
+    ...crashPointEnv,
   })
   .transform((env) => ({ ...env, HARNESS_JWT_SECRET: env.HARNESS_JWT_SECRET ?? env.AUTH_JWT_SECRET }));
 export type RouterConfig = z.infer<typeof routerConfigSchema>;

@@ -7,9 +7,9 @@ import {
   TURN_CORRELATION_V2,
 } from "../../libs/contract/harness-wire.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { Failpoint } from "../../libs/os-store/failpoint.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { CommandProcessor, type LiveLink } from "./command-processor.js";
 import type { RouterConfig } from "./config.js";
@@ -52,8 +52,8 @@ export class DeviceSession {
     const log = deps.log.child({ deviceId: deps.deviceId });
     this.log = log;
     this.store = new RouterStore(deps.redis, new OsDeviceKeys(deps.keys, deps.deviceId), deps.leaseOwner);
-    const failpoint = new Failpoint(deps.config.FAILPOINT, deps.redis, deps.keys);
-    this.intake = new EventIntake(this.store, deps.redis, deps.keys, deps.metrics, failpoint, log, {
+    const crashPoint = new CrashPoint(deps.config, deps.redis, deps.keys);
+    this.intake = new EventIntake(this.store, deps.redis, deps.keys, deps.metrics, crashPoint, log, {
       receiptBound: () => this.enqueue(() => this.intake.reevaluateWaiting()),
       resynced: () => void this.reconcile(),
     });

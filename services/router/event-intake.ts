@@ -4,10 +4,10 @@ import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import type { Failpoint } from "../../libs/os-store/failpoint.js";
 import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-result.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
+import type { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { resolveLegacySummary } from "./legacy-summary.js";
 import { resolveMembers } from "./member-resolution.js";
 import { isVerdict, readCorrelatedClaim } from "./result-claim.js";
@@ -43,7 +43,7 @@ export class EventIntake {
     private readonly redis: Redis,
     private readonly keys: Keyspace,
     private readonly metrics: RouterMetrics,
-    private readonly failpoint: Failpoint,
+    private readonly crashPoint: CrashPoint,
     private readonly log: Logger,
     private readonly hooks: IntakeHooks,
   ) {}
@@ -110,7 +110,7 @@ export class EventIntake {
       this.metrics.events.inc({ kind: String(origin?.kind ?? frame.kind), verdict: verdict.verdict });
     if (verdict.verdict === "route") {
       await appendToStream(this.redis, this.keys, STREAMS.osRouted, verdict.routed);
-      await this.failpoint.reach("router.after-stage");
+      await this.crashPoint.reach("router.after-stage");
       await this.store.stage({ action: "routed", waitingField: heldAs }, move);
       return staged();
     }

@@ -1,5 +1,5 @@
 import { z } from "zod";
+import { crashPointEnv } from "../../libs/test-support/crash-point.js";
 
-export const runResolverConfigSchema = z.object({
-  FAILPOINT: z.string().optional(),
-});
+/** Crash tests: FAILPOINT=`run-resolver.after-store`. */
+export const runResolverConfigSchema = z.object({ ...crashPointEnv });

@@ -1,9 +1,9 @@
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
-import { Failpoint } from "../../libs/os-store/failpoint.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
+import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { runResolverConfigSchema } from "./config.js";
 import { ResultResolution } from "./result-resolution.js";
 
@@ -13,8 +13,8 @@ export const runResolverService = defineService({
   config: (env) => parseConfig(runResolverConfigSchema, env),
   async start(ctx, config) {
     const redis = ctx.connections.command;
-    const failpoint = new Failpoint(config.FAILPOINT, redis, ctx.keys);
-    const resolution = new ResultResolution(redis, ctx.keys, failpoint, ctx.log, ctx.metrics);
+    const crashPoint = new CrashPoint(config, redis, ctx.keys);
+    const resolution = new ResultResolution(redis, ctx.keys, crashPoint, ctx.log, ctx.metrics);
     // The downstream group exists before the first emit, so nothing we emit precedes its consumer's cursor.
     const { osRouted, osResolved } = STREAM_CATALOG;
     await ensureConsumerGroup(

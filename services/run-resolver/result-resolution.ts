@@ -4,12 +4,12 @@ import { Counter, type Registry } from "prom-client";
 import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { recordOnce } from "../../libs/os-store/audit-log.js";
-import type { Failpoint } from "../../libs/os-store/failpoint.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { rejectionReasonSchema, type RejectionReason } from "../../libs/os-store/result-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
+import type { CrashPoint } from "../../libs/test-support/crash-point.js";
 
 /** `{outcome, storedHash | ''}`, or `{member_invalid, reason, runId}` naming the first member that no longer matches. */
 const storeResult = LuaScript.fromFile(
@@ -50,7 +50,7 @@ export class ResultResolution {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keyspace,
-    private readonly failpoint: Failpoint,
+    private readonly crashPoint: CrashPoint,
     private readonly log: Logger,
     registry: Registry,
   ) {
@@ -97,7 +97,7 @@ export class ResultResolution {
     if (reply[0] === "member_invalid") return this.recordRejection(device, routed, reply[1], reply[2]);
     if (reply[0] === "content_changed") return this.recordProtocolError(device, routed, reply[1]);
     if (reply[0] === "already_emitted") return;
-    await this.failpoint.reach("run-resolver.after-store");
+    await this.crashPoint.reach("run-resolver.after-store");
     await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
       deviceId: routed.deviceId,
       serverInstanceId: routed.serverInstanceId,

@@ -1,34 +1,26 @@
 import { z } from "zod";
 import { envInt } from "../../libs/config/env-fields.js";
+import { crashPointEnv } from "../../libs/test-support/crash-point.js";
 import { MIN_SPEECH_CHARS } from "./speech/render-speech.js";
 
 const DAY_MS = 24 * 3600 * 1000;
 
-/** Where a test may kill the process to prove crash safety; honoured only when NODE_ENV=test. */
-export const crashPointSchema = z.enum(["after-outbox", "mid-send"]);
-export type CrashPoint = z.infer<typeof crashPointSchema>;
-
-export const ttsDispatcherEnvSchema = z
-  .object({
-    /** How long the worker waits for the Lamp's `started` ack before the playback becomes `uncertain`. */
-    PLAYBACK_ACK_TIMEOUT_MS: envInt(30_000, 50, 600_000),
-    SPEECH_MAX_CHARS: envInt(600, MIN_SPEECH_CHARS, 20_000),
-    /** Spoken to the newest member's live voice target when a result failed; empty = no notice (default). */
-    FAILURE_NOTICE_TEXT: z.string().max(300).default(""),
-    /** Attempts while no Lamp is connected (proven not delivered) before the entry ends `failed` / `lamp_offline`. */
-    PLAYBACK_MAX_ATTEMPTS: envInt(5, 1, 100),
-    /** First retry delay; doubles per attempt (exponential backoff). */
-    PLAYBACK_RETRY_DELAY_MS: envInt(2_000, 10, 600_000),
-    PLAYBACK_WORKER_CONCURRENCY: envInt(16, 1, 1_000),
-    /** A worker that dies mid-job loses its lock after this long; the job is then re-run and ends `uncertain`. */
-    PLAYBACK_LOCK_DURATION_MS: envInt(30_000, 500, 600_000),
-    PLAYBACK_STALLED_INTERVAL_MS: envInt(15_000, 200, 600_000),
-    /** Completed/failed playback jobs are kept at least this long; keep it >= the OS result retention. */
-    RESULT_RETENTION_MS: envInt(30 * DAY_MS, 60_000),
-    NODE_ENV: z.string().optional(),
-    TTS_CRASH_AT: z.union([crashPointSchema, z.literal("")]).optional(),
-  })
-  .transform(({ NODE_ENV, TTS_CRASH_AT, ...settings }) => ({
-    ...settings,
-    crashAt: NODE_ENV === "test" && TTS_CRASH_AT ? TTS_CRASH_AT : undefined,
-  }));
+export const ttsDispatcherEnvSchema = z.object({
+  /** How long the worker waits for the Lamp's `started` ack before the playback becomes `uncertain`. */
+  PLAYBACK_ACK_TIMEOUT_MS: envInt(30_000, 50, 600_000),
+  SPEECH_MAX_CHARS: envInt(600, MIN_SPEECH_CHARS, 20_000),
+  /** Spoken to the newest member's live voice target when a result failed; empty = no notice (default). */
+  FAILURE_NOTICE_TEXT: z.string().max(300).default(""),
+  /** Attempts while no Lamp is connected (proven not delivered) before the entry ends `failed` / `lamp_offline`. */
+  PLAYBACK_MAX_ATTEMPTS: envInt(5, 1, 100),
+  /** First retry delay; doubles per attempt (exponential backoff). */
+  PLAYBACK_RETRY_DELAY_MS: envInt(2_000, 10, 600_000),
+  PLAYBACK_WORKER_CONCURRENCY: envInt(16, 1, 1_000),
+  /** A worker that dies mid-job loses its lock after this long; the job is then re-run and ends `uncertain`. */
+  PLAYBACK_LOCK_DURATION_MS: envInt(30_000, 500, 600_000),
+  PLAYBACK_STALLED_INTERVAL_MS: envInt(15_000, 200, 600_000),
+  /** Completed/failed playback jobs are kept at least this long; keep it >= the OS result retention. */
+  RESULT_RETENTION_MS: envInt(30 * DAY_MS, 60_000),
+  /** Crash tests: `tts-dispatcher.after-outbox` or `tts-dispatcher.mid-send`. */
+  ...crashPointEnv,
+});

@@ -1,6 +1,7 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { defineService } from "../../libs/service/service-context.js";
+import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ttsDispatcherEnvSchema } from "./config.js";
 import { LampEventHandler } from "./lamp-event-handler.js";
@@ -19,6 +20,7 @@ export const ttsDispatcherService = defineService({
     const metrics = TtsMetrics.of(ctx.metrics);
     const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
     const store = new PlaybackStore(ctx.connections.command, ctx.keys);
+    const crashPoint = new CrashPoint(config, ctx.connections.command, ctx.keys);
     const prefix = `${ctx.keys.prefix}:bull`;
     const queue = new PlaybackQueue({
       connection: ctx.connections.blocking("lamp-playback/queue"),
@@ -37,7 +39,7 @@ export const ttsDispatcherService = defineService({
       log: ctx.log,
       ...speech,
       failureNoticeText: config.FAILURE_NOTICE_TEXT,
-      crashAt: config.crashAt,
+      crashPoint,
     });
     const lampEvents = new LampEventHandler({ reader, store, queue, metrics, log: ctx.log, ...speech });
     const worker = new PlaybackWorker({
@@ -52,7 +54,7 @@ export const ttsDispatcherService = defineService({
       ackTimeoutMs: config.PLAYBACK_ACK_TIMEOUT_MS,
       lockDurationMs: config.PLAYBACK_LOCK_DURATION_MS,
       stalledIntervalMs: config.PLAYBACK_STALLED_INTERVAL_MS,
-      crashAt: config.crashAt,
+      crashPoint,
     });
     const consumers = [
       await startServiceConsumer(ctx, {

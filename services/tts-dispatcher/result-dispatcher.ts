@@ -1,7 +1,6 @@
 import type { OsResolved } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import type { CrashPoint } from "./config.js";
-import { crashIfAt } from "./crash-point.js";
+import type { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { decideDelivery, type DeliveryDecision } from "./delivery/decide-delivery.js";
 import { answerPlaybackId, noticePlaybackId, type ResultIdentity } from "./playback/playback-ids.js";
 import type { PlaybackQueue } from "./playback/playback-queue.js";
@@ -19,7 +18,7 @@ export interface ResultDispatcherOptions {
   log: Logger;
   speechMaxChars: number;
   failureNoticeText: string;
-  crashAt: CrashPoint | undefined;
+  crashPoint: CrashPoint;
 }
 
 /**
@@ -66,7 +65,7 @@ export class ResultDispatcher {
       now,
     );
     if (creation.created) this.recordCreation(creation, decision);
-    crashIfAt(this.options.crashAt, "after-outbox");
+    await this.options.crashPoint.reach("tts-dispatcher.after-outbox");
     await this.enqueueQueued(identity.deviceId, creation);
   }
 

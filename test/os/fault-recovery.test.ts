@@ -25,7 +25,7 @@ const processes: TsProcess[] = [];
 async function startService(name: "router" | "run-resolver", extra: Record<string, string> = {}) {
   const child = new TsProcess(
     `services/${name}/main.ts`,
-    osEnv(t, peer, { PORT: String(await freePort()), LOG_LEVEL: "info", ...extra }),
+    osEnv(t, peer, { PORT: String(await freePort()), LOG_LEVEL: "info", NODE_ENV: "test", ...extra }),
   );
   processes.push(child);
   await child.waitForOutput("services started");

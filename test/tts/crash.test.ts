@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TsProcess } from "../helpers/child-process.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
@@ -9,17 +9,18 @@ let os: OsStoreFixture;
 let lamp: StreamLamp | undefined;
 const processes: TsProcess[] = [];
 
-beforeAll(() => {
+// A fresh prefix per test: a crash point fires once per prefix.
+beforeEach(() => {
   t = createTestRedis("tts-crash");
   os = new OsStoreFixture(t.redis, t.keys);
 });
 afterEach(async () => {
   lamp?.stop();
   for (const child of processes.splice(0)) await child.kill("SIGKILL");
+  await t.cleanup();
 });
-afterAll(() => t.cleanup());
 
-/** tts-dispatcher as its own process; TTS_CRASH_AT makes it SIGKILL itself at that point (NODE_ENV=test only). */
+/** tts-dispatcher as its own process; FAILPOINT makes it SIGKILL itself at that point (NODE_ENV=test only). */
 function ttsProcess(crashAt?: "after-outbox" | "mid-send"): TsProcess {
   const child = new TsProcess(
     "services/tts-dispatcher/main.ts",
@@ -28,7 +29,7 @@ function ttsProcess(crashAt?: "after-outbox" | "mid-send"): TsProcess {
       NODE_ENV: "test",
       CONSUMER_NAME: "tts-crash-1",
       STREAM_CLAIM_MIN_IDLE_MS: "500",
-      ...(crashAt ? { TTS_CRASH_AT: crashAt } : { TTS_CRASH_AT: "" }),
+      FAILPOINT: crashAt ? `tts-dispatcher.${crashAt}` : "",
     }),
   );
   processes.push(child);

@@ -8,8 +8,7 @@ import type { Logger } from "../../../libs/logging/logger.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { errorMessage } from "../../../libs/errors/error-message.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
-import type { CrashPoint } from "../config.js";
-import { crashIfAt } from "../crash-point.js";
+import type { CrashPoint } from "../../../libs/test-support/crash-point.js";
 import type { PlaybackStore, StepResult } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
 
@@ -34,7 +33,7 @@ export interface PlaybackWorkerOptions {
   ackTimeoutMs: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
-  crashAt: CrashPoint | undefined;
+  crashPoint: CrashPoint;
 }
 
 const ACK_POLL_MS = 25;
@@ -118,7 +117,7 @@ export class PlaybackWorker {
   }
 
   private async send(playback: PlaybackRecord, voiceTargetId: string, gatewayId: string): Promise<void> {
-    const { redis, keys, store, metrics, crashAt } = this.options;
+    const { redis, keys, store, metrics, crashPoint } = this.options;
     const sentAt = Date.now();
     await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(gatewayId), {
       deviceId: playback.deviceId,
@@ -132,7 +131,7 @@ export class PlaybackWorker {
       sentAt,
     });
     metrics.playbackStarts.inc({ kind: playback.kind });
-    crashIfAt(crashAt, "mid-send");
+    await crashPoint.reach("tts-dispatcher.mid-send");
     const state = await this.awaitAck(playback.deviceId, playback.playbackId, sentAt);
     metrics.ackWait.observe(
       { outcome: state === "sending" ? "timeout" : state },
