@@ -1,21 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { EngineRecord } from "../../libs/contract/streams.js";
 import { loadTranscriptRuntimes, type ReplayStep } from "../../tools/engine-sim/replay/transcript.js";
 import { mapDeep, record, textOf } from "../../tools/engine-sim/frames.js";
 import { corpusAvailable, corpusPath, corpusSkipReason } from "../helpers/corpus.js";
-import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
-import {
-  engineSimAgent,
-  loggedInputs,
-  writeAgentsFile,
-  type EngineSimAgent,
-  type SimProtocol,
-} from "./agents-file.js";
-import { dispatcher, runtimesOf, seqGapFree, waitForRecords, type Dispatcher } from "./engine-records.js";
-import { startRunner, type RunnerProcess } from "./runner-process.js";
+import { engineSimAgent, loggedInputs, type EngineSimAgent, type SimProtocol } from "./agents-file.js";
+import { runtimesOf, seqGapFree, waitForRecords } from "./engine-records.js";
+import { useRunnerSuite } from "./runner-process.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
@@ -63,15 +53,8 @@ describe.skipIf(!corpusAvailable)(
     ? "engine-runner + engine-sim replay of corpus transcripts"
     : `engine-runner + engine-sim replay of corpus transcripts (${corpusSkipReason})`,
   () => {
-    let t: TestRedis;
-    let workDir: string;
-    let runner: RunnerProcess;
-    let send: Dispatcher;
     const agents = new Map<string, EngineSimAgent>();
-
-    beforeAll(async () => {
-      t = createTestRedis("replay");
-      workDir = mkdtempSync(join(tmpdir(), "engine-replay-"));
+    const s = useRunnerSuite("replay", MACHINE, (workDir) => {
       for (const replay of cases)
         agents.set(
           agentIdOf(replay),
@@ -83,18 +66,7 @@ describe.skipIf(!corpusAvailable)(
             workDir,
           }),
         );
-      const agentsFile = writeAgentsFile(
-        workDir,
-        [...agents.values()].map((agent) => agent.config),
-      );
-      runner = await startRunner({ REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix, AGENTS_FILE: agentsFile });
-      send = dispatcher(t.redis, t.keys, MACHINE);
-    });
-
-    afterAll(async () => {
-      await runner?.process.kill("SIGTERM");
-      await t.cleanup();
-      rmSync(workDir, { recursive: true, force: true });
+      return [...agents.values()].map((agent) => agent.config);
     });
 
     it.each(cases)(
@@ -108,30 +80,30 @@ describe.skipIf(!corpusAvailable)(
         for (const [index, steps] of runtimes.entries()) {
           const inRuntime = (records: EngineRecord[]) =>
             records.filter((entry) => entry.runtimeId === runtimesOf(records)[index]);
-          await waitForRecords(t.redis, t.keys, agentId, (records) => inRuntime(records).length > 0);
+          await waitForRecords(s.t.redis, s.t.keys, agentId, (records) => inRuntime(records).length > 0);
           let inboundBefore = 0;
           for (const step of steps) {
             if (step.type === "emit_inbound") inboundBefore += 1;
             if (step.type !== "expect_outbound" || !isInputOffer(step)) continue;
             const needed = inboundBefore;
             await waitForRecords(
-              t.redis,
-              t.keys,
+              s.t.redis,
+              s.t.keys,
               agentId,
               (records) =>
                 inRuntime(records).filter((entry) => entry.record.type === "inbound").length >= needed,
             );
-            inputs.push(await send.input(agentId, offeredText(step)));
+            inputs.push(await s.send.input(agentId, offeredText(step)));
           }
-          await waitForRecords(t.redis, t.keys, agentId, (records) =>
+          await waitForRecords(s.t.redis, s.t.keys, agentId, (records) =>
             inRuntime(records).some((entry) => entry.record.type === "runtime_exited"),
           );
         }
 
         // The engine restarts after its last recorded runtime: a fresh runtime follows the last exit.
         const records = await waitForRecords(
-          t.redis,
-          t.keys,
+          s.t.redis,
+          s.t.keys,
           agentId,
           (all) => runtimesOf(all).length > runtimes.length,
         );

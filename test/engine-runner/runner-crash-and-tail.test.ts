@@ -1,14 +1,14 @@
 import { spawnSync } from "node:child_process";
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { DeliveryMarkers } from "../../services/engine-runner/delivery-marker.js";
+import { tailStateKey } from "../../services/engine-runner/transcript-agent.js";
 import { projectRoot } from "../helpers/child-process.js";
-import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
-import { engineSimAgent, loggedInputs, writeAgentsFile, type EngineSimAgent } from "./agents-file.js";
+import { waitFor } from "../helpers/test-redis.js";
+import { engineSimAgent, loggedInputs, type EngineSimAgent } from "./agents-file.js";
 import {
   dispatcher,
   hasInbound,
@@ -17,9 +17,8 @@ import {
   runtimesOf,
   seqGapFree,
   waitForRecords,
-  type Dispatcher,
 } from "./engine-records.js";
-import { restartRunner, startRunner, type RunnerProcess } from "./runner-process.js";
+import { restartRunner, useRunnerSuite } from "./runner-process.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
@@ -32,77 +31,64 @@ const row = (n: number) =>
   JSON.stringify({ type: "user", uuid: `row-${n}`, message: { content: `row ${n}` } });
 
 describe("engine-runner killed mid-flow and restarted (real processes)", () => {
-  let t: TestRedis;
-  let workDir: string;
-  let runner: RunnerProcess;
-  let send: Dispatcher;
   let engine: EngineSimAgent;
   let transcript: string;
   let markers: DeliveryMarkers;
-
-  beforeAll(async () => {
-    t = createTestRedis("crash");
-    workDir = mkdtempSync(join(tmpdir(), "engine-crash-"));
-    transcript = join(workDir, "session.jsonl");
-    writeFileSync(transcript, "");
-    engine = engineSimAgent({
-      agentId: CLAUDE,
-      machineId: MACHINE,
-      protocol: "claude-stream-json",
-      scenario: "claude-answer-each-input",
-      workDir,
-      advanceRuntimes: false,
-    });
-    const agentsFile = writeAgentsFile(workDir, [
-      engine.config,
-      { agentId: TAIL, machineId: MACHINE, engine: "claude-transcript", path: transcript },
-    ]);
-    runner = await startRunner({
-      REDIS_URL: t.url,
-      KEY_PREFIX: t.keys.prefix,
-      AGENTS_FILE: agentsFile,
-      CONSUMER_NAME: "runner-crash",
-    });
-    send = dispatcher(t.redis, t.keys, MACHINE);
-    markers = new DeliveryMarkers(t.redis, t.keys, 3600);
-  });
-
-  afterAll(async () => {
-    await runner?.process.kill("SIGTERM");
-    await t.cleanup();
-    rmSync(workDir, { recursive: true, force: true });
+  const s = useRunnerSuite(
+    "crash",
+    MACHINE,
+    (workDir) => {
+      transcript = join(workDir, "session.jsonl");
+      writeFileSync(transcript, "");
+      engine = engineSimAgent({
+        agentId: CLAUDE,
+        machineId: MACHINE,
+        protocol: "claude-stream-json",
+        scenario: "claude-answer-each-input",
+        workDir,
+        advanceRuntimes: false,
+      });
+      return [
+        engine.config,
+        { agentId: TAIL, machineId: MACHINE, engine: "claude-transcript", path: transcript },
+      ];
+    },
+    { CONSUMER_NAME: "runner-crash" },
+  );
+  beforeAll(() => {
+    markers = new DeliveryMarkers(s.t.redis, s.t.keys, 3600);
   });
 
   it("writes no input twice across SIGKILL + redelivery, and continues in a new runtime; the tail reads each row once", async () => {
     const isResult = (frame: Record<string, unknown>) => frame.type === "result";
-    const a = await send.input(CLAUDE, "before the crash");
-    await waitForRecords(t.redis, t.keys, CLAUDE, (records) => hasInbound(records, isResult));
+    const a = await s.send.input(CLAUDE, "before the crash");
+    await waitForRecords(s.t.redis, s.t.keys, CLAUDE, (records) => hasInbound(records, isResult));
 
     appendFileSync(transcript, `${row(1)}\n${row(2)}\n${row(3).slice(0, 20)}`);
-    await waitForRecords(t.redis, t.keys, TAIL, (records) => inboundFrames(records).length === 2);
-    const handedOver = await send.input(TAIL, "typed by the user elsewhere");
-    await waitForRecords(t.redis, t.keys, TAIL, (records) =>
+    await waitForRecords(s.t.redis, s.t.keys, TAIL, (records) => inboundFrames(records).length === 2);
+    const handedOver = await s.send.input(TAIL, "typed by the user elsewhere");
+    await waitForRecords(s.t.redis, s.t.keys, TAIL, (records) =>
       records.some((entry) => entry.record.type === "handed_over"),
     );
 
-    await runner.process.kill("SIGKILL");
+    await s.runner.process.kill("SIGKILL");
     // Whatever was acked before the kill is delivered again: the group re-reads the stream from its start.
-    await t.redis.xgroup("SETID", t.keys.stream(STREAMS.harnessDispatch.name), GROUP, "0");
-    const b = await send.input(CLAUDE, "after the crash");
+    await s.t.redis.xgroup("SETID", s.t.keys.stream(STREAMS.harnessDispatch.name), GROUP, "0");
+    const b = await s.send.input(CLAUDE, "after the crash");
     // C was claimed by the dead runner but never recorded (so never written): it must be written now.
-    const cClaimed = await send.input(CLAUDE, "claimed before the crash");
+    const cClaimed = await s.send.input(CLAUDE, "claimed before the crash");
     await markers.claim(CLAUDE, cClaimed.deliveryId);
     // D was recorded but the runner died before the write could be confirmed: it must never be written.
-    const dRecorded = await send.input(CLAUDE, "recorded before the crash");
+    const dRecorded = await s.send.input(CLAUDE, "recorded before the crash");
     await markers.claim(CLAUDE, dRecorded.deliveryId);
     await markers.advance(CLAUDE, dRecorded.deliveryId, "recorded");
     appendFileSync(transcript, `${row(3).slice(20)}\n${row(4)}\n`);
 
-    await restartRunner(runner);
+    await restartRunner(s.runner);
 
     const records = await waitForRecords(
-      t.redis,
-      t.keys,
+      s.t.redis,
+      s.t.keys,
       CLAUDE,
       (all) => inboundFrames(all).filter(isResult).length === 3,
     );
@@ -126,15 +112,20 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     expect(written(second)).toEqual([b.deliveryId, cClaimed.deliveryId]);
     expect(runtimesOf(records)).toHaveLength(2);
     expect(seqGapFree(records)).toBe(true);
-    const skipped = await fetch(`${runner.url()}/metrics`).then((response) => response.text());
+    const skipped = await fetch(`${s.runner.url()}/metrics`).then((response) => response.text());
     expect(skipped).toMatch(/engine_runner_dispatch_skipped_total\{agent="claude-kill",reason="written"\} 1/);
     expect(skipped).toMatch(
       /engine_runner_dispatch_skipped_total\{agent="claude-kill",reason="recorded"\} 1/,
     );
 
-    const tail = await waitForRecords(t.redis, t.keys, TAIL, (all) => inboundFrames(all).length >= 4);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const settled = await recordsOf(t.redis, t.keys, TAIL);
+    const tail = await waitForRecords(s.t.redis, s.t.keys, TAIL, (all) => inboundFrames(all).length >= 4);
+    // The tail has read to the end of the file: every complete row it will ever record is recorded.
+    const fileEnd = statSync(transcript).size;
+    await waitFor(
+      async () => Number(await s.t.redis.hget(tailStateKey(s.t.keys, TAIL), "offset")),
+      (offset) => offset === fileEnd,
+    );
+    const settled = await recordsOf(s.t.redis, s.t.keys, TAIL);
     expect(settled).toHaveLength(tail.length);
     expect(runtimesOf(settled)).toHaveLength(1);
     expect(seqGapFree(settled)).toBe(true);
@@ -158,33 +149,31 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
   });
 
   it("acks and ignores dispatches for agents it does not host, and reports ready with its agents running", async () => {
-    const other = dispatcher(t.redis, t.keys, "another-machine");
+    const other = dispatcher(s.t.redis, s.t.keys, "another-machine");
     await other.input(CLAUDE, "for another machine");
-    await send.input("not-hosted-here", "unknown agent");
-    const stream = t.keys.stream(STREAMS.harnessDispatch.name);
+    await s.send.input("not-hosted-here", "unknown agent");
+    const stream = s.t.keys.stream(STREAMS.harnessDispatch.name);
     // Only these two entries matter: earlier tests of this file may still hold others of the shared stream.
-    const ours = (await t.redis.xrevrange(stream, "+", "-", "COUNT", 2)).map(([id]) => id);
+    const ours = (await s.t.redis.xrevrange(stream, "+", "-", "COUNT", 2)).map(([id]) => id);
     const pendingOfOurs = async () => {
-      const pending = (await t.redis.xpending(stream, GROUP, "-", "+", 1000)) as [string, ...unknown[]][];
+      const pending = (await s.t.redis.xpending(stream, GROUP, "-", "+", 1000)) as [string, ...unknown[]][];
       return pending.filter(([id]) => ours.includes(id)).length;
     };
-    const deadline = Date.now() + 20_000;
-    while ((await pendingOfOurs()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(await pendingOfOurs()).toBe(0);
-    const metrics = await fetch(`${runner.url()}/metrics`).then((response) => response.text());
+    expect(await waitFor(pendingOfOurs, (pending) => pending === 0, { timeoutMs: 20_000 })).toBe(0);
+    const metrics = await fetch(`${s.runner.url()}/metrics`).then((response) => response.text());
     expect(metrics).toMatch(/engine_runner_dispatch_ignored_total\{reason="other_machine"\} 1/);
     expect(metrics).toMatch(/engine_runner_dispatch_ignored_total\{reason="agent_not_hosted"\} 1/);
     expect(metrics).toMatch(/engine_records_appended_total\{agent="claude-kill",direction="inbound"\} \d+/);
-    const ready = await fetch(`${runner.url()}/readyz`);
+    const ready = await fetch(`${s.runner.url()}/readyz`);
     expect(ready.status).toBe(200);
   });
 
   it("refuses a bad AGENTS_FILE at boot with one configuration error (exit 78)", async () => {
-    const bad = join(workDir, "bad-agents.json");
+    const bad = join(s.workDir, "bad-agents.json");
     writeFileSync(bad, JSON.stringify([{ agentId: "x", machineId: "m", engine: "codex-app-server" }]));
     const child = spawnSync(process.execPath, ["--import", "tsx", "services/engine-runner/main.ts"], {
       cwd: projectRoot,
-      env: { ...process.env, REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix, AGENTS_FILE: bad, PORT: "0" },
+      env: { ...process.env, REDIS_URL: s.t.url, KEY_PREFIX: s.t.keys.prefix, AGENTS_FILE: bad, PORT: "0" },
       encoding: "utf8",
       timeout: 30_000,
     });

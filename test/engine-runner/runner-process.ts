@@ -1,4 +1,12 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
+import type { AgentConfig } from "../../libs/contract/engine.js";
 import { TsProcess } from "../helpers/child-process.js";
+import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
+import { writeAgentsFile } from "./agents-file.js";
+import { dispatcher, type Dispatcher } from "./engine-records.js";
 
 export interface RunnerProcess {
   process: TsProcess;
@@ -20,6 +28,45 @@ export async function startRunner(env: Record<string, string>): Promise<RunnerPr
   });
   await runner.waitForOutput("services started", 90_000);
   return { process: runner, url: () => urlOf(runner) };
+}
+
+/** A runner process over its agents, in a Redis namespace and work directory of its own, and a dispatcher to it. */
+export interface RunnerSuite {
+  t: TestRedis;
+  workDir: string;
+  runner: RunnerProcess;
+  send: Dispatcher;
+}
+
+/**
+ * The runner of a describe block: `agentsOf` builds the agents in the block's work directory, the runner starts
+ * before the block's first test and is stopped, with its Redis data and files, after its last.
+ */
+export function useRunnerSuite(
+  label: string,
+  machineId: string,
+  agentsOf: (workDir: string) => AgentConfig[],
+  env: Record<string, string> = {},
+): RunnerSuite {
+  const suite = {} as RunnerSuite;
+  beforeAll(async () => {
+    const t = createTestRedis(label);
+    const workDir = mkdtempSync(join(tmpdir(), `engine-${label}-`));
+    const agentsFile = writeAgentsFile(workDir, agentsOf(workDir));
+    const runner = await startRunner({
+      REDIS_URL: t.url,
+      KEY_PREFIX: t.keys.prefix,
+      AGENTS_FILE: agentsFile,
+      ...env,
+    });
+    Object.assign(suite, { t, workDir, runner, send: dispatcher(t.redis, t.keys, machineId) });
+  });
+  afterAll(async () => {
+    await suite.runner?.process.kill("SIGTERM");
+    await suite.t.cleanup();
+    rmSync(suite.workDir, { recursive: true, force: true });
+  });
+  return suite;
 }
 
 /** The child's output accumulates across restarts, so a restart is ready when one more start is reported. */

@@ -1,21 +1,12 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { EngineRecord } from "../../libs/contract/streams.js";
 import { projectRoot } from "../helpers/child-process.js";
-import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
-import { engineSimAgent, loggedInputs, writeAgentsFile, type EngineSimAgent } from "./agents-file.js";
-import {
-  dispatcher,
-  hasInbound,
-  inboundFrames,
-  runtimesOf,
-  seqGapFree,
-  waitForRecords,
-  type Dispatcher,
-} from "./engine-records.js";
-import { startRunner, type RunnerProcess } from "./runner-process.js";
+import { waitFor } from "../helpers/test-redis.js";
+import { engineSimAgent, loggedInputs, type EngineSimAgent } from "./agents-file.js";
+import { hasInbound, inboundFrames, runtimesOf, seqGapFree, waitForRecords } from "./engine-records.js";
+import { useRunnerSuite } from "./runner-process.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
@@ -41,25 +32,8 @@ const params = (frame: Frame) => frame.params as Frame;
 const item = (frame: Frame) => ((frame.params as Frame | undefined)?.item ?? {}) as Frame;
 
 describe("engine-runner + engine-sim scripted scenarios (real processes)", () => {
-  let t: TestRedis;
-  let workDir: string;
-  let runner: RunnerProcess;
-  let send: Dispatcher;
   const agents = new Map<string, EngineSimAgent>();
-
-  const records = (agentId: string, accept: (records: EngineRecord[]) => boolean) =>
-    waitForRecords(t.redis, t.keys, agentId, accept);
-  const until = (agentId: string, test: (frame: Frame) => boolean, count = 1) =>
-    records(agentId, (all) => inboundFrames(all).filter(test).length >= count);
-  /** Each input reached the engine's stdin exactly once. */
-  const writtenOnce = (agentId: string, ...deliveryIds: string[]) => {
-    const lines = loggedInputs(agents.get(agentId) as EngineSimAgent).map((line) => JSON.stringify(line));
-    for (const id of deliveryIds) expect(lines.filter((line) => line.includes(id))).toHaveLength(1);
-  };
-
-  beforeAll(async () => {
-    t = createTestRedis("scripted");
-    workDir = mkdtempSync(join(tmpdir(), "engine-scripted-"));
+  const s = useRunnerSuite("scripted", MACHINE, (workDir) => {
     for (const scenario of scenarioNames)
       agents.set(
         scenario,
@@ -71,24 +45,23 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
           workDir,
         }),
       );
-    const agentsFile = writeAgentsFile(
-      workDir,
-      [...agents.values()].map((agent) => agent.config),
-    );
-    runner = await startRunner({ REDIS_URL: t.url, KEY_PREFIX: t.keys.prefix, AGENTS_FILE: agentsFile });
-    send = dispatcher(t.redis, t.keys, MACHINE);
+    return [...agents.values()].map((agent) => agent.config);
   });
 
-  afterAll(async () => {
-    await runner?.process.kill("SIGTERM");
-    await t.cleanup();
-    rmSync(workDir, { recursive: true, force: true });
-  });
+  const records = (agentId: string, accept: (records: EngineRecord[]) => boolean) =>
+    waitForRecords(s.t.redis, s.t.keys, agentId, accept);
+  const until = (agentId: string, test: (frame: Frame) => boolean, count = 1) =>
+    records(agentId, (all) => inboundFrames(all).filter(test).length >= count);
+  /** Each input reached the engine's stdin exactly once. */
+  const writtenOnce = (agentId: string, ...deliveryIds: string[]) => {
+    const lines = loggedInputs(agents.get(agentId) as EngineSimAgent).map((line) => JSON.stringify(line));
+    for (const id of deliveryIds) expect(lines.filter((line) => line.includes(id))).toHaveLength(1);
+  };
 
   it("claude steer folded at a tool boundary: B consumed mid-turn, one result lists [A, B]", async () => {
     const agent = "claude-steer-folded-at-tool-boundary";
-    const a = await send.input(agent, "Run the check");
-    const b = await send.input(agent, "Also say FOLDED");
+    const a = await s.send.input(agent, "Run the check");
+    const b = await s.send.input(agent, "Also say FOLDED");
     const all = await until(
       agent,
       (frame) => frame.type === "command_lifecycle" && frame.state === "completed",
@@ -113,8 +86,8 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude message queued to the next turn: result 1 lists [A], result 2 lists [B]", async () => {
     const agent = "claude-queued-to-next-turn";
-    const a = await send.input(agent, "First");
-    const b = await send.input(agent, "Second");
+    const a = await s.send.input(agent, "First");
+    const b = await s.send.input(agent, "Second");
     const all = await until(agent, isMainResult, 2);
     expect(inputsOf(all).map((body) => body.input?.mode)).toEqual(["direct", "native_queue"]);
     expect(
@@ -127,9 +100,9 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude interrupt that cancels the queued input: control_request carries the stop's deliveryId, aborted_tools", async () => {
     const agent = "claude-interrupt-cancels-queued";
-    const a = await send.input(agent, "Run a long command");
-    const b = await send.input(agent, "Then this");
-    const stop = await send.stop(agent);
+    const a = await s.send.input(agent, "Run a long command");
+    const b = await s.send.input(agent, "Then this");
+    const stop = await s.send.stop(agent);
     const all = await until(
       agent,
       (frame) => frame.type === "command_lifecycle" && frame.state === "cancelled",
@@ -164,9 +137,9 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude interrupt that keeps the queued input: A ends aborted_streaming, B then runs as its own turn", async () => {
     const agent = "claude-interrupt-keeps-queued";
-    const a = await send.input(agent, "Stream something long");
-    const b = await send.input(agent, "Next");
-    await send.stop(agent);
+    const a = await s.send.input(agent, "Stream something long");
+    const b = await s.send.input(agent, "Next");
+    await s.send.stop(agent);
     const all = await until(agent, isMainResult, 2);
     expect(
       inboundFrames(all)
@@ -180,7 +153,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude authentication failure: subtype success with is_error true and api_error_status 401", async () => {
     const agent = "claude-auth-failure-401";
-    const a = await send.input(agent, "Hello");
+    const a = await s.send.input(agent, "Hello");
     const all = await until(agent, isMainResult);
     const result = inboundFrames(all).find(isMainResult) as Frame;
     expect([result.subtype, result.is_error, result.api_error_status, result.user_message_uuids]).toEqual([
@@ -193,7 +166,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude error_max_turns result", async () => {
     const agent = "claude-error-max-turns";
-    const a = await send.input(agent, "Read everything");
+    const a = await s.send.input(agent, "Read everything");
     const all = await until(agent, isMainResult);
     const result = inboundFrames(all).find(isMainResult) as Frame;
     expect([result.subtype, result.is_error, result.user_message_uuids, "result" in result]).toEqual([
@@ -206,7 +179,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude background wake: a second result with origin task-notification and no input uuids", async () => {
     const agent = "claude-background-wake";
-    const a = await send.input(agent, "Start a background task");
+    const a = await s.send.input(agent, "Start a background task");
     const all = await until(agent, isMainResult, 2);
     const [first, wake] = inboundFrames(all).filter(isMainResult) as [Frame, Frame];
     expect(first.user_message_uuids).toEqual([a.deliveryId]);
@@ -217,7 +190,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude sub-agent frames carry parent_tool_use_id, including the sub-agent's own result", async () => {
     const agent = "claude-subagent-frames";
-    const a = await send.input(agent, "Delegate the check");
+    const a = await s.send.input(agent, "Delegate the check");
     const all = await until(agent, isMainResult);
     const results = inboundFrames(all).filter((frame) => frame.type === "result");
     expect(results.map((frame) => [typeof frame.parent_tool_use_id, frame.result])).toEqual([
@@ -230,9 +203,9 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude crash without a result: runtime_exited code 1, restart is a new runtime that answers the next input", async () => {
     const agent = "claude-crash-without-result";
-    const a = await send.input(agent, "This one crashes");
+    const a = await s.send.input(agent, "This one crashes");
     await records(agent, (all) => runtimesOf(all).length >= 2);
-    const b = await send.input(agent, "After the restart");
+    const b = await s.send.input(agent, "After the restart");
     const all = await until(agent, isMainResult);
     const [first, second] = runtimesOf(all);
     const firstRuntime = all.filter((entry) => entry.runtimeId === first);
@@ -250,9 +223,9 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude A/B/C: B consumed with A, C stays queued", async () => {
     const agent = "claude-abc-b-consumed-c-queued";
-    const a = await send.input(agent, "A");
-    const b = await send.input(agent, "B");
-    const c = await send.input(agent, "C");
+    const a = await s.send.input(agent, "A");
+    const b = await s.send.input(agent, "B");
+    const c = await s.send.input(agent, "C");
     const all = await until(
       agent,
       (frame) => frame.type === "command_lifecycle" && frame.state === "completed",
@@ -268,11 +241,11 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("claude stop while idle is still recorded and written (the engine decides), after turns answered one by one", async () => {
     const agent = "claude-answer-each-input";
-    const a = await send.input(agent, "one");
+    const a = await s.send.input(agent, "one");
     await until(agent, isMainResult);
-    const b = await send.input(agent, "two");
+    const b = await s.send.input(agent, "two");
     await until(agent, isMainResult, 2);
-    const stop = await send.stop(agent);
+    const stop = await s.send.stop(agent);
     const all = await records(agent, (entries) => inputsOf(entries).length === 3);
     expect(inputsOf(all).map((body) => [body.input?.deliveryId, body.input?.kind, body.input?.mode])).toEqual(
       [
@@ -290,8 +263,8 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("codex steer merged into the running turn: turn/steer with expectedTurnId, both userMessage items carry clientId", async () => {
     const agent = "codex-steer-merged";
-    const a = await send.input(agent, "Start");
-    const b = await send.input(agent, "Steer this way");
+    const a = await s.send.input(agent, "Start");
+    const b = await s.send.input(agent, "Steer this way");
     const all = await until(agent, method("turn/completed"));
     const frames = inboundFrames(all);
     const turnId = (params(frames.find(method("turn/started")) as Frame).turn as Frame).id;
@@ -321,9 +294,9 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("codex steer racing the end: 'no active turn' error, then the same input as a new turn/start", async () => {
     const agent = "codex-steer-races-end";
-    const a = await send.input(agent, "First");
+    const a = await s.send.input(agent, "First");
     await until(agent, (frame) => method("item/completed")(frame) && item(frame).type === "agentMessage");
-    const b = await send.input(agent, "Late steer");
+    const b = await s.send.input(agent, "Late steer");
     const all = await until(agent, method("turn/completed"), 2);
     const written = inputsOf(all);
     expect(
@@ -361,9 +334,9 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("codex interrupt with a late item: turn/interrupt names the running turn, an item completes after it, status interrupted", async () => {
     const agent = "codex-interrupt-late-item";
-    await send.input(agent, "Run sleep 30");
+    await s.send.input(agent, "Run sleep 30");
     await until(agent, (frame) => method("item/started")(frame) && item(frame).type === "commandExecution");
-    const stop = await send.stop(agent);
+    const stop = await s.send.stop(agent);
     const all = await until(agent, method("turn/completed"));
     const frames = inboundFrames(all);
     const turnId = (params(frames.find(method("turn/started")) as Frame).turn as Frame).id;
@@ -386,7 +359,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("codex failed turn: turn/completed with status failed and its error", async () => {
     const agent = "codex-failed-turn";
-    await send.input(agent, "Do it");
+    await s.send.input(agent, "Do it");
     const all = await until(agent, method("turn/completed"));
     const turn = params(inboundFrames(all).find(method("turn/completed")) as Frame).turn as Frame;
     expect(turn.status).toBe("failed");
@@ -395,11 +368,11 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("codex turns answered one by one start a new turn each; a stop while idle names the last turn", async () => {
     const agent = "codex-answer-each-input";
-    const a = await send.input(agent, "one");
+    const a = await s.send.input(agent, "one");
     await until(agent, method("turn/completed"));
-    const b = await send.input(agent, "two");
+    const b = await s.send.input(agent, "two");
     await until(agent, method("turn/completed"), 2);
-    const stop = await send.stop(agent);
+    const stop = await s.send.stop(agent);
     const all = await records(agent, (entries) => inputsOf(entries).length === 3);
     const frames = inboundFrames(all);
     const lastTurn = (params(frames.filter(method("turn/completed")).at(-1) as Frame).turn as Frame).id;
