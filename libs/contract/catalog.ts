@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { baseEnvSchema } from "../config/env-fields.js";
-import { deviceCommandSchema, sendReplySchema } from "../os-store/commands.js";
+import { deviceCommandSchema, sendReplySchema } from "./device-commands.js";
 import { protocolErrorRecordSchema, rejectionRecordSchema } from "../os-store/result-record.js";
 import { consumerSettingsOf, STREAM_CONSUMER_ENV } from "../streams/consumer-settings.js";
 import { lampDeliverySchema, lampEventSchema, playbackJobSchema } from "./lamp-payloads.js";

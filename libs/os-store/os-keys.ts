@@ -60,6 +60,10 @@ export class OsDeviceKeys {
     return `${this.base}:outbox:${resultKey}`;
   }
 
+  playback(playbackId: string): string {
+    return `${this.base}:playback:${playbackId}`;
+  }
+
   get rejections(): string {
     return `${this.base}:rejections`;
   }

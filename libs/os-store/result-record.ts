@@ -12,7 +12,7 @@ export const resultRecordSchema = z.object({
   fullText: z.string(),
   engineTurnId: z.string().optional(),
   members: z.string().transform((text, context) => {
-    const parsed = z.array(routedMemberSchema).safeParse(JSON.parse(text));
+    const parsed = z.array(routedMemberSchema).min(1).safeParse(JSON.parse(text));
     if (parsed.success) return parsed.data;
     context.addIssue({ code: "custom", message: "members is not a member list" });
     return z.NEVER;

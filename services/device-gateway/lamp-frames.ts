@@ -11,7 +11,7 @@ import {
 } from "../../libs/contract/lamp-wire.js";
 import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import type { SendReply } from "../../libs/os-store/commands.js";
+import type { SendReply } from "../../libs/contract/device-commands.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { deviceIdSchema } from "../../libs/auth/tokens.js";
 import { opaqueIdSchema } from "../../libs/contract/identifiers.js";
-import type { OsQueries } from "../../libs/os-store/os-queries.js";
+import type { OsQueries } from "./os-queries.js";
 import { runStateSchema, runView } from "../../libs/os-store/run-record.js";
 import type { LampAuthenticator } from "./principal.js";
 

@@ -1,4 +1,4 @@
-import type { SendReply } from "../../libs/os-store/commands.js";
+import type { SendReply } from "../../libs/contract/device-commands.js";
 
 type Settle = (reply: SendReply | undefined) => void;
 

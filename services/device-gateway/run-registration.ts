@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import type { VoiceRequest } from "../../libs/contract/lamp-wire.js";
-import { deviceCommandSchema } from "../../libs/os-store/commands.js";
+import { deviceCommandSchema } from "../../libs/contract/device-commands.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";

@@ -3,7 +3,11 @@ import { receiptGetResultSchema, turnSendResultSchema } from "../../libs/contrac
 import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { deviceCommandSchema, type DeviceCommand, type SendReply } from "../../libs/os-store/commands.js";
+import {
+  deviceCommandSchema,
+  type DeviceCommand,
+  type SendReply,
+} from "../../libs/contract/device-commands.js";
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";

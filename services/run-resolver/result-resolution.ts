@@ -3,13 +3,13 @@ import { z } from "zod";
 import { Counter, type Registry } from "prom-client";
 import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { recordOnce } from "../../libs/os-store/audit-log.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { rejectionReasonSchema, type RejectionReason } from "../../libs/os-store/result-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
+import { recordOnce } from "./audit-log.js";
 
 /** `{outcome, storedHash | ''}`, or `{member_invalid, reason, runId}` naming the first member that no longer matches. */
 const storeResult = LuaScript.fromFile(

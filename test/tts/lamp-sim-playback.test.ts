@@ -145,7 +145,7 @@ describe("playback over the real Lamp WebSocket (lamp-sim → device-gateway →
       (value) => value?.lastAck === "finished",
     );
     expect(repeat).toMatchObject({ kind: "repeat", state: "played" });
-    expect(await t.redis.hget(`${os.base(deviceId)}:run:${runId}`, "state")).toBe("resolved");
+    expect(await t.redis.hget(os.device(deviceId).run(runId), "state")).toBe("resolved");
   });
 
   it("a lost ack leaves the entry uncertain and nothing is spoken again after tts-dispatcher restarts", async () => {

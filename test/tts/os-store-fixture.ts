@@ -9,13 +9,27 @@ import {
 } from "../../libs/contract/os-playback.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
+import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
+import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
+import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream, PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 
 /**
- * Writes and reads the OS store exactly as docs/architecture.md lays it out, standing in for the run registry and
- * run-resolver where a test drives tts-dispatcher alone.
+ * Writes and reads the OS store with its own key layout and record schemas (libs/os-store), standing in for the
+ * run registry and run-resolver where a test drives tts-dispatcher alone.
  */
+
+/** A record as a Redis hash: absent fields stay absent, everything else is its string form. */
+function toHash(record: Record<string, unknown>): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (const [field, value] of Object.entries(record)) {
+    if (value === undefined) continue;
+    hash[field] =
+      typeof value === "string" ? value : typeof value === "number" ? String(value) : JSON.stringify(value);
+  }
+  return hash;
+}
 
 export interface RunSeed {
   runId: string;
@@ -42,12 +56,12 @@ export class OsStoreFixture {
     readonly keys: Keyspace,
   ) {}
 
-  base(deviceId: string): string {
-    return this.keys.osDevice(deviceId);
+  device(deviceId: string): OsDeviceKeys {
+    return new OsDeviceKeys(this.keys, deviceId);
   }
 
   async seedRun(deviceId: string, run: RunSeed): Promise<void> {
-    await this.redis.hset(`${this.base(deviceId)}:run:${run.runId}`, {
+    const record: RunRecord = {
       runId: run.runId,
       deviceId,
       agentId: "agent-fixture",
@@ -56,37 +70,43 @@ export class OsStoreFixture {
       requestId: randomUUID(),
       text: "a question",
       voiceTargetId: run.voiceTargetId ?? "target-1",
-      voiceTargetExpiresAt: String(run.voiceTargetExpiresAt ?? Date.now() + 600_000),
+      voiceTargetExpiresAt: run.voiceTargetExpiresAt ?? Date.now() + 600_000,
       replyRoute: run.replyRoute ?? "voice",
       state: "resolved",
-      createdAt: String(run.createdAt),
-      cancelledAt: run.cancelledAt === undefined ? "" : String(run.cancelledAt),
-    });
+      createdAt: run.createdAt,
+      cancelledAt: run.cancelledAt,
+    };
+    const hash = toHash(record);
+    parseRunRecord(hash);
+    await this.redis.hset(this.device(deviceId).run(run.runId), hash);
   }
 
   /** Stores the result as the run-resolver would and publishes its os.resolved. */
   async seedResolvedResult(deviceId: string, seed: ResultSeed): Promise<string> {
     const serverInstanceId = seed.serverInstanceId ?? "originating-instance";
-    const resultKey = `${serverInstanceId}|${seed.resultId}`;
+    const resultKey = resultKeyOf(serverInstanceId, seed.resultId);
     const members = seed.runIds.map((runId) => ({
       runId,
       deliveryId: `delivery-${runId}`,
       idempotencyKey: `key-${runId}`,
     }));
-    await this.redis.hset(`${this.base(deviceId)}:result:${resultKey}`, {
+    const record: ResultRecord = {
       resultId: seed.resultId,
       serverInstanceId,
       deviceId,
       agentId: "agent-fixture",
       outcome: seed.outcome ?? "completed",
       fullText: seed.fullText ?? "Finished: two red planes and two blue planes.",
-      engineTurnId: "",
-      members: JSON.stringify(members),
+      members,
       contentHash: "0".repeat(64),
-      storedAt: String(Date.now()),
-      emittedAt: String(Date.now()),
-    });
-    await this.redis.set(`${this.base(deviceId)}:result-id:${seed.resultId}`, resultKey);
+      storedAt: Date.now(),
+      emittedAt: Date.now(),
+    };
+    const hash = toHash(record);
+    parseResultRecord(hash);
+    const device = this.device(deviceId);
+    await this.redis.hset(device.result(resultKey), hash);
+    await this.redis.set(device.resultId(seed.resultId), resultKey);
     await this.publishResolved(deviceId, serverInstanceId, seed.resultId);
     return resultKey;
   }
@@ -111,22 +131,22 @@ export class OsStoreFixture {
   }
 
   async outbox(deviceId: string, resultKey: string): Promise<OutboxEntry | undefined> {
-    const fields = await this.redis.hgetall(`${this.base(deviceId)}:outbox:${resultKey}`);
+    const fields = await this.redis.hgetall(this.device(deviceId).outbox(resultKey));
     return Object.keys(fields).length === 0 ? undefined : outboxEntrySchema.parse(fields);
   }
 
   async playback(deviceId: string, playbackId: string) {
-    const fields = await this.redis.hgetall(`${this.base(deviceId)}:playback:${playbackId}`);
+    const fields = await this.redis.hgetall(this.device(deviceId).playback(playbackId));
     return Object.keys(fields).length === 0 ? undefined : playbackRecordSchema.parse(fields);
   }
 
   /** Every outbox entry of the deviceId (by SCAN), to count utterance intents. */
   async outboxKeys(deviceId: string): Promise<string[]> {
-    return this.scan(`${this.base(deviceId)}:outbox:*`);
+    return this.scan(this.device(deviceId).outbox("*"));
   }
 
   async playbackKeys(deviceId: string): Promise<string[]> {
-    return this.scan(`${this.base(deviceId)}:playback:*`);
+    return this.scan(this.device(deviceId).playback("*"));
   }
 
   /** Every playback.start written to a gateway's delivery stream. */

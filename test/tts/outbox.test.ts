@@ -65,7 +65,7 @@ describe("tts-dispatcher outbox", () => {
     });
     expect(entry?.queuedAt).toBeLessThanOrEqual(entry?.sendingAt ?? 0);
     expect(entry?.sendingAt).toBeLessThanOrEqual(entry?.playedAt ?? 0);
-    expect(await t.redis.hget(`${os.base(deviceId)}:result:${resultKey}`, "fullText")).toBe(fullText);
+    expect(await t.redis.hget(os.device(deviceId).result(resultKey), "fullText")).toBe(fullText);
     expect(await os.outboxKeys(deviceId)).toHaveLength(1);
     expect((await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId)).toHaveLength(1);
     expect(lamp.received.filter((delivery) => delivery.deviceId === deviceId).map((d) => d.frame)).toEqual([
@@ -167,7 +167,7 @@ describe("tts-dispatcher outbox", () => {
       expect(entry?.playbackId).toBeUndefined();
       expect(entry?.suppressedAt).toBeGreaterThan(0);
       expect(await os.playbackKeys(deviceId)).toEqual([]);
-      expect(await t.redis.hget(`${os.base(deviceId)}:result:${resultKey}`, "fullText")).toBe(
+      expect(await t.redis.hget(os.device(deviceId).result(resultKey), "fullText")).toBe(
         "An answer that **must** stay retrievable.",
       );
     });

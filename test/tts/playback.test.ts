@@ -190,7 +190,7 @@ describe("lamp-playback worker", () => {
     const deviceId = newDevice();
     const resultKey = await resolvedFor(deviceId, "r-cancel-while-offline", { runId: "a", createdAt: 1 });
     await outboxIn(deviceId, resultKey, "queued");
-    await t.redis.hset(`${os.base(deviceId)}:run:a`, "cancelledAt", String(Date.now()));
+    await t.redis.hset(os.device(deviceId).run("a"), "cancelledAt", String(Date.now()));
     await os.setPresence(deviceId);
     expect(await outboxIn(deviceId, resultKey, "suppressed")).toMatchObject({ reason: "cancelled" });
     expect(await startsFor(deviceId)).toHaveLength(0);
@@ -264,7 +264,7 @@ describe("lamp-playback worker", () => {
     const deviceId = newDevice();
     await os.setPresence(deviceId);
     const playbackId = "repeat-without-target";
-    await t.redis.hset(`${os.base(deviceId)}:playback:${playbackId}`, {
+    await t.redis.hset(os.device(deviceId).playback(playbackId), {
       deviceId,
       playbackId,
       resultKey: "originating-instance|r-none",

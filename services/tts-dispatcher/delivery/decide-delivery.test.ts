@@ -47,12 +47,12 @@ describe("decideDelivery", () => {
   });
 
   it("suppresses when the newest member was cancelled", () => {
-    const runs = [run("a", 1), run("b", 2, { cancelledAt: String(NOW - 5) })];
+    const runs = [run("a", 1), run("b", 2, { cancelledAt: NOW - 5 })];
     expect(decideDelivery("completed", runs, NOW)).toMatchObject({ action: "suppress", reason: "cancelled" });
   });
 
   it("still speaks when only an older member was cancelled", () => {
-    const runs = [run("a", 1, { cancelledAt: String(NOW - 5) }), run("b", 2)];
+    const runs = [run("a", 1, { cancelledAt: NOW - 5 }), run("b", 2)];
     expect(decideDelivery("completed", runs, NOW).action).toBe("speak");
   });
 

@@ -1,54 +1,21 @@
 import type { Redis } from "ioredis";
-import { z } from "zod";
-import { replyRouteSchema } from "../../../libs/contract/lamp-wire.js";
-import { routedMemberSchema } from "../../../libs/contract/streams.js";
-import { outcomeSchema } from "../../../libs/contract/turn-result.js";
+import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
+import { resultRecordSchema, type ResultRecord } from "../../../libs/os-store/result-record.js";
+import { runRecordSchema, type RunRecord } from "../../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 
 /**
- * Reads what the run-resolver and the run registry stored (docs/architecture.md "OS store"). Only the fields this
- * service decides on are parsed; a record that does not parse is a coded error, never a guess.
+ * Reads what the run-resolver and the run registry stored, with the OS store's own record parsers
+ * (libs/os-store); a record that does not parse is a coded error, never a guess.
  */
 
-const epochMs = z.coerce.number().int().nonnegative();
+export type StoredResult = ResultRecord & { resultKey: string };
 
-const storedResultSchema = z.object({
-  resultId: z.string().min(1),
-  serverInstanceId: z.string().min(1),
-  deviceId: z.string().min(1),
-  outcome: outcomeSchema,
-  fullText: z.string(),
-  members: z
-    .string()
-    .transform((text, context) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        context.addIssue({ code: "custom", message: "members is not JSON" });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.array(routedMemberSchema).min(1)),
-});
-export type StoredResult = z.infer<typeof storedResultSchema> & { resultKey: string };
-
-const memberRunSchema = z.object({
-  runId: z.string().min(1),
-  createdAt: epochMs,
-  voiceTargetId: z.string().min(1),
-  /** Absent or empty reads as "already expired": a reply we cannot place in time is not spoken. */
-  voiceTargetExpiresAt: z
-    .string()
-    .optional()
-    .transform((value) => (value === undefined || value === "" ? 0 : Number(value)))
-    .pipe(z.number().int().nonnegative()),
-  replyRoute: replyRouteSchema,
-  cancelledAt: z
-    .string()
-    .optional()
-    .transform((value) => (value === undefined || value === "" ? undefined : value)),
-});
-export type MemberRun = z.infer<typeof memberRunSchema>;
+/** What the delivery decision reads of a member run. */
+export type MemberRun = Pick<
+  RunRecord,
+  "runId" | "createdAt" | "voiceTargetId" | "voiceTargetExpiresAt" | "replyRoute" | "cancelledAt"
+>;
 
 export class StoreRecordError extends Error {
   constructor(
@@ -60,8 +27,6 @@ export class StoreRecordError extends Error {
   }
 }
 
-export const resultKeyOf = (serverInstanceId: string, resultId: string) => `${serverInstanceId}|${resultId}`;
-
 export class OsStoreReader {
   constructor(
     private readonly redis: Redis,
@@ -69,10 +34,10 @@ export class OsStoreReader {
   ) {}
 
   async result(deviceId: string, resultKey: string): Promise<StoredResult> {
-    const fields = await this.redis.hgetall(`${this.keys.osDevice(deviceId)}:result:${resultKey}`);
+    const fields = await this.redis.hgetall(new OsDeviceKeys(this.keys, deviceId).result(resultKey));
     if (Object.keys(fields).length === 0)
       throw new StoreRecordError("RESULT_NOT_FOUND", `${deviceId} ${resultKey}`);
-    const parsed = storedResultSchema.safeParse(fields);
+    const parsed = resultRecordSchema.safeParse(fields);
     if (!parsed.success)
       throw new StoreRecordError(
         "RESULT_INVALID",
@@ -83,21 +48,21 @@ export class OsStoreReader {
 
   /** The stored result a device owns under this resultId, if any (results are looked up only under the device). */
   async resultKeyById(deviceId: string, resultId: string): Promise<string | undefined> {
-    const resultKey = await this.redis.get(`${this.keys.osDevice(deviceId)}:result-id:${resultId}`);
+    const resultKey = await this.redis.get(new OsDeviceKeys(this.keys, deviceId).resultId(resultId));
     return resultKey ?? undefined;
   }
 
   async memberRuns(deviceId: string, result: StoredResult): Promise<MemberRun[]> {
-    const base = this.keys.osDevice(deviceId);
+    const device = new OsDeviceKeys(this.keys, deviceId);
     const pipeline = this.redis.pipeline();
-    for (const member of result.members) pipeline.hgetall(`${base}:run:${member.runId}`);
+    for (const member of result.members) pipeline.hgetall(device.run(member.runId));
     const replies = (await pipeline.exec()) ?? [];
     return result.members.map((member, index) => {
       const [error, fields] = replies[index] ?? [new Error("no reply"), null];
       if (error) throw error;
       if (!fields || Object.keys(fields).length === 0)
         throw new StoreRecordError("RUN_NOT_FOUND", `${deviceId} ${member.runId}`);
-      const parsed = memberRunSchema.safeParse(fields);
+      const parsed = runRecordSchema.safeParse(fields);
       if (!parsed.success)
         throw new StoreRecordError(
           "RUN_INVALID",

@@ -12,6 +12,7 @@ import {
   playbackReasonSchema,
   playbackStateSchema,
 } from "../../../libs/contract/os-playback.js";
+import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 
@@ -119,7 +120,7 @@ export class PlaybackStore {
   async createOutboxEntry(entry: NewOutboxEntry, now: number): Promise<OutboxCreation> {
     return createOutbox.run(
       this.redis,
-      [this.keys.osDevice(entry.deviceId)],
+      [this.device(entry.deviceId).base],
       [
         entry.resultKey,
         now,
@@ -144,7 +145,7 @@ export class PlaybackStore {
   ): Promise<{ created: boolean; state: PlaybackState }> {
     const [created, state] = await createPlayback.run(
       this.redis,
-      [this.keys.osDevice(playback.deviceId)],
+      [this.device(playback.deviceId).base],
       [
         playback.playbackId,
         now,
@@ -178,23 +179,27 @@ export class PlaybackStore {
     const deadGateway = operation.op === "claim" ? operation.deadGateway : "";
     return playbackStep.run(
       this.redis,
-      [this.keys.osDevice(deviceId)],
+      [this.device(deviceId).base],
       [operation.op, playbackId, now, arg, deadGateway],
     );
   }
 
   async playback(deviceId: string, playbackId: string): Promise<PlaybackRecord | undefined> {
-    const fields = await this.redis.hgetall(`${this.keys.osDevice(deviceId)}:playback:${playbackId}`);
+    const fields = await this.redis.hgetall(this.device(deviceId).playback(playbackId));
     return Object.keys(fields).length === 0 ? undefined : playbackRecordSchema.parse(fields);
   }
 
   async playbackState(deviceId: string, playbackId: string): Promise<PlaybackState | undefined> {
-    const state = await this.redis.hget(`${this.keys.osDevice(deviceId)}:playback:${playbackId}`, "state");
+    const state = await this.redis.hget(this.device(deviceId).playback(playbackId), "state");
     return state === null ? undefined : playbackStateSchema.parse(state);
   }
 
   async outboxEntry(deviceId: string, resultKey: string): Promise<OutboxEntry | undefined> {
-    const fields = await this.redis.hgetall(`${this.keys.osDevice(deviceId)}:outbox:${resultKey}`);
+    const fields = await this.redis.hgetall(this.device(deviceId).outbox(resultKey));
     return Object.keys(fields).length === 0 ? undefined : outboxEntrySchema.parse(fields);
+  }
+
+  private device(deviceId: string): OsDeviceKeys {
+    return new OsDeviceKeys(this.keys, deviceId);
   }
 }

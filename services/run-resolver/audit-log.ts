@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Redis } from "ioredis";
-import { LuaScript } from "../redis/lua-script.js";
-import type { ProtocolErrorRecord, RejectionRecord } from "./result-record.js";
+import { LuaScript } from "../../libs/redis/lua-script.js";
+import type { ProtocolErrorRecord, RejectionRecord } from "../../libs/os-store/result-record.js";
 
 const appendOnce = LuaScript.fromFile(
   new URL("./lua/append-once-1.lua", import.meta.url),

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { harnessErrorCodeSchema } from "../contract/harness-wire.js";
-import { epochMsSchema, opaqueIdSchema } from "../contract/identifiers.js";
-import { receiptSchema } from "../contract/receipt.js";
+import { harnessErrorCodeSchema } from "./harness-wire.js";
+import { epochMsSchema, opaqueIdSchema } from "./identifiers.js";
+import { receiptSchema } from "./receipt.js";
 
 /**
  * What the device-gateway asks the router to do with the Harness for one run. Entries live in the per-device

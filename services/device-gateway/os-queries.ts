@@ -1,9 +1,13 @@
 import type { Redis } from "ioredis";
-import type { Keyspace } from "../redis/keyspace.js";
-import { heldResultSchema, heldResultView } from "./held-result.js";
-import { OsDeviceKeys } from "./os-keys.js";
-import { parseResultRecord, protocolErrorRecordSchema, rejectionRecordSchema } from "./result-record.js";
-import { parseRunRecord, type RunRecord, type RunState } from "./run-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { heldResultSchema, heldResultView } from "../../libs/os-store/held-result.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import {
+  parseResultRecord,
+  protocolErrorRecordSchema,
+  rejectionRecordSchema,
+} from "../../libs/os-store/result-record.js";
+import { parseRunRecord, type RunRecord, type RunState } from "../../libs/os-store/run-record.js";
 
 const MAX_LISTED = 200;
 
