@@ -152,8 +152,8 @@ function inbound(
     case "codex-app-server":
       return codexInbound(state, format, raw, limits, step);
     case "claude-transcript":
-      return claudeTranscriptRow(state, format, raw, record.seq, limits, step);
+      return claudeTranscriptRow(state, format, raw, { seq: record.seq, limits, step });
     case "codex-rollout":
-      return codexRolloutRow(state, format, raw, record.seq, limits, step);
+      return codexRolloutRow(state, format, raw, { seq: record.seq, limits, step });
   }
 }

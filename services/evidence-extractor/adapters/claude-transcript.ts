@@ -2,7 +2,7 @@ import { asFrame, list, text, type Frame } from "../../../libs/contract/engine-f
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { fingerprintCandidates, readTranscriptRow, type TranscriptRowAdapter } from "./fingerprint.js";
+import { fingerprintCandidates, readTranscriptRow, type RowAdapter } from "./fingerprint.js";
 import { contentText } from "./frame-fields.js";
 
 /**
@@ -35,14 +35,8 @@ export function newClaudeTranscriptState(): ClaudeTranscriptState {
   return { kind: "claude-transcript", rows: {}, rowCount: 0, evicted: false, highWaterMs: 0, message: null };
 }
 
-export const claudeTranscriptRow: TranscriptRowAdapter<ClaudeTranscriptState> = (
-  state,
-  format,
-  raw,
-  seq,
-  limits,
-  step,
-) => {
+export const claudeTranscriptRow: RowAdapter<ClaudeTranscriptState> = (state, format, raw, context) => {
+  const { seq, limits, step } = context;
   const row = readTranscriptRow(format, raw, step);
   if (!row) return;
   if (row.isSidechain === true) return;

@@ -262,27 +262,24 @@ function evictTurns(
   state.inputs = state.inputs.filter((input) => input.turnRef !== evicted);
 }
 
-function turnStarted(
+/** A notification that may open a turn: its params, under the runtime's limits. */
+type TurnNotification = (
   state: RuntimeState,
   format: CodexAppServerState,
   params: Frame,
   limits: EvidenceLimits,
   step: StepOutput,
-): void {
+) => void;
+
+const turnStarted: TurnNotification = (state, format, params, limits, step) => {
   const threadId = text(params.threadId);
   const turnId = text(asFrame(params.turn)?.id);
   if (!threadId || !turnId) return;
   const turn = ensureTurn(state, format, threadId, turnId, limits, step);
   if (turn.root) format.activeRootTurn = turnId;
-}
+};
 
-function itemCompleted(
-  state: RuntimeState,
-  format: CodexAppServerState,
-  params: Frame,
-  limits: EvidenceLimits,
-  step: StepOutput,
-): void {
+const itemCompleted: TurnNotification = (state, format, params, limits, step) => {
   const item = asFrame(params.item);
   const threadId = text(params.threadId);
   const turnId = text(params.turnId);
@@ -295,7 +292,7 @@ function itemCompleted(
     return;
   }
   if (item.type === "userMessage" && turn.root) userMessageShown(state, item, turnId, step);
-}
+};
 
 /** The userMessage item is the engine's own statement that an input entered this turn. */
 function userMessageShown(state: RuntimeState, item: Frame, turnId: string, step: StepOutput): void {

@@ -2,7 +2,7 @@ import { asFrame, strings, text, type Frame } from "../../../libs/contract/engin
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
-import { fingerprintCandidates, readTranscriptRow, type TranscriptRowAdapter } from "./fingerprint.js";
+import { fingerprintCandidates, readTranscriptRow, type RowAdapter } from "./fingerprint.js";
 import { contentText } from "./frame-fields.js";
 
 /**
@@ -21,14 +21,8 @@ export function newCodexRolloutState(): CodexRolloutState {
   return { kind: "codex-rollout", turns: {}, highWaterMs: 0 };
 }
 
-export const codexRolloutRow: TranscriptRowAdapter<CodexRolloutState> = (
-  state,
-  format,
-  raw,
-  seq,
-  limits,
-  step,
-) => {
+export const codexRolloutRow: RowAdapter<CodexRolloutState> = (state, format, raw, context) => {
+  const { seq, limits, step } = context;
   const row = readTranscriptRow(format, raw, step);
   if (!row) return;
   const payload = asFrame(row.payload);

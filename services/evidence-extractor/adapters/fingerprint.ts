@@ -24,14 +24,19 @@ function advanceClock(highWaterMs: number, rowMs: number | undefined): number {
   return rowMs === undefined ? highWaterMs : Math.max(highWaterMs, rowMs);
 }
 
-/** How a transcript engine's adapter takes one row of the engine's file, read by the tail at record `seq`. */
-export type TranscriptRowAdapter<Format> = (
+/** Where a transcript row was read (the seq of the record that carried it) and what its adapter reports to. */
+export interface RowContext {
+  seq: number;
+  limits: EvidenceLimits;
+  step: StepOutput;
+}
+
+/** How a transcript engine's adapter takes one row of the engine's file. */
+export type RowAdapter<Format> = (
   state: RuntimeState,
   format: Format,
   raw: string,
-  seq: number,
-  limits: EvidenceLimits,
-  step: StepOutput,
+  context: RowContext,
 ) => void;
 
 /**
