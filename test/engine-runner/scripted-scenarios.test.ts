@@ -28,6 +28,9 @@ const lifecycle = (frames: Frame[], uuid: string) =>
 const outbound = (records: EngineRecord[]) =>
   records.flatMap((entry) => (entry.record.type === "outbound" ? [entry.record] : []));
 const inputsOf = (records: EngineRecord[]) => outbound(records).filter((body) => body.input !== undefined);
+/** [JSON-RPC method, deliveryId, mode] of each input written to a codex engine. */
+const requestsOf = (inputs: ReturnType<typeof inputsOf>) =>
+  inputs.map((body) => [(JSON.parse(body.raw) as Frame).method, body.input?.deliveryId, body.input?.mode]);
 const params = (frame: Frame) => frame.params as Frame;
 const item = (frame: Frame) => ((frame.params as Frame | undefined)?.item ?? {}) as Frame;
 
@@ -299,13 +302,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     const b = await s.send.input(agent, "Late steer");
     const all = await until(agent, method("turn/completed"), 2);
     const written = inputsOf(all);
-    expect(
-      written.map((body) => [
-        (JSON.parse(body.raw) as Frame).method,
-        body.input?.deliveryId,
-        body.input?.mode,
-      ]),
-    ).toEqual([
+    expect(requestsOf(written)).toEqual([
       ["turn/start", a.deliveryId, "direct"],
       ["turn/steer", b.deliveryId, "steering"],
       ["turn/start", b.deliveryId, "direct"],
@@ -376,13 +373,7 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     const all = await records(agent, (entries) => inputsOf(entries).length === 3);
     const frames = inboundFrames(all);
     const lastTurn = (params(frames.filter(method("turn/completed")).at(-1) as Frame).turn as Frame).id;
-    expect(
-      inputsOf(all).map((body) => [
-        (JSON.parse(body.raw) as Frame).method,
-        body.input?.deliveryId,
-        body.input?.mode,
-      ]),
-    ).toEqual([
+    expect(requestsOf(inputsOf(all))).toEqual([
       ["turn/start", a.deliveryId, "direct"],
       ["turn/start", b.deliveryId, "direct"],
       ["turn/interrupt", stop.deliveryId, "direct"],
