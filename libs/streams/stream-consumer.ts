@@ -4,6 +4,7 @@ import type { Logger } from "../logging/logger.js";
 import type { Keyspace } from "../redis/keyspace.js";
 import type { RedisConnections } from "../redis/connections.js";
 import { StreamMetrics } from "./stream-metrics.js";
+import { fieldValue, parsePayload, type RawEntry } from "./stream-entry.js";
 import { ensureConsumerGroup, PAYLOAD_FIELD } from "./stream-writer.js";
 import type { Registry } from "prom-client";
 import { sleep } from "../timing/sleep.js";
@@ -43,8 +44,6 @@ export interface StreamConsumerOptions<S extends z.ZodType> {
    */
   handleBatch?: (entries: StreamEntry<z.infer<S>>[]) => Promise<StreamEntry<z.infer<S>>[]>;
 }
-
-type RawEntry = [id: string, fields: string[]];
 
 /**
  * A consumer-group reader with at-least-once delivery: own pending entries first, then new ones; ack only after
@@ -308,27 +307,4 @@ export class StreamConsumer<S extends z.ZodType> {
     for (const [id, , , count] of pending) counts.set(id, Number(count));
     return counts;
   }
-}
-
-function fieldValue(fields: string[], name: string): string | undefined {
-  for (let index = 0; index + 1 < fields.length; index += 2)
-    if (fields[index] === name) return fields[index + 1];
-  return undefined;
-}
-
-function parsePayload<S extends z.ZodType>(
-  schema: S,
-  raw: string | undefined,
-): { ok: true; value: z.infer<S> } | { ok: false; error: string } {
-  if (raw === undefined) return { ok: false, error: `missing field '${PAYLOAD_FIELD}'` };
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch (error) {
-    return { ok: false, error: `malformed JSON: ${errorMessage(error)}` };
-  }
-  const result = schema.safeParse(json);
-  if (result.success) return { ok: true, value: result.data };
-  const issue = result.error.issues[0];
-  return { ok: false, error: `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}` };
 }

@@ -11,6 +11,7 @@ import {
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
+import { parseEntryPayload, type RawEntry } from "../../libs/streams/stream-entry.js";
 import { appendToStream, ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import type { HarnessLink } from "./harness-link.js";
 import type { RouterMetrics } from "./router-metrics.js";
@@ -26,8 +27,6 @@ export interface LiveLink {
 }
 
 class NotConnected extends Error {}
-
-type RawEntry = [id: string, fields: string[]];
 
 const COMMANDS_GROUP = STREAM_CATALOG.deviceCommands.consumers.router.group;
 const COMMANDS_CONSUMER = STREAM_CATALOG.deviceCommands.reading.consumer;
@@ -105,9 +104,9 @@ export class CommandProcessor {
   }
 
   private async execute(id: string, fields: string[]): Promise<void> {
-    const parsed = deviceCommandSchema.safeParse(parseJson(fields[1]));
-    if (parsed.success) await this.perform(parsed.data);
-    else this.options.log.error({ id }, "malformed device command dropped");
+    const parsed = parseEntryPayload(deviceCommandSchema, fields);
+    if (parsed.ok) await this.perform(parsed.value);
+    else this.options.log.error({ id, err: parsed.error }, "malformed device command dropped");
     const commands = this.options.store.device.commands;
     await this.options.redis.multi().xack(commands, COMMANDS_GROUP, id).xdel(commands, id).exec();
   }
@@ -196,12 +195,4 @@ export class CommandProcessor {
 function storedReceipt(run: RunRecord): Receipt | null {
   if (run.receipt === undefined) return null;
   return receiptSchema.parse(JSON.parse(run.receipt));
-}
-
-function parseJson(text: string | undefined): unknown {
-  try {
-    return JSON.parse(text ?? "null");
-  } catch {
-    return undefined;
-  }
 }

@@ -12,7 +12,7 @@ export const routerService = defineService({
   config: (env) => parseConfig(routerConfigSchema, env),
   async start(ctx, config) {
     const owner = config.ROUTER_INSTANCE_ID ?? `${ctx.consumerName}-${randomUUID().slice(0, 8)}`;
-    const metrics = new RouterMetrics(ctx.metrics);
+    const metrics = RouterMetrics.of(ctx.metrics);
     const redis = ctx.connections.command;
     const leases = new DeviceLeases({
       redis,

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { Counter, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
@@ -10,6 +10,7 @@ import { LuaScript } from "../../libs/redis/lua-script.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { recordOnce } from "./audit-log.js";
+import { resolverMetrics, type ResolverMetrics } from "./resolver-metrics.js";
 
 /** `{outcome, storedHash | ''}`, or `{member_invalid, reason, runId}` naming the first member that no longer matches. */
 const storeResult = LuaScript.fromFile(
@@ -31,21 +32,13 @@ const storeResult = LuaScript.fromFile(
   ]),
 );
 
-function counterOf(registry: Registry, name: string, help: string, labelNames: string[]): Counter {
-  const existing = registry.getSingleMetric(name);
-  if (existing instanceof Counter) return existing;
-  return new Counter({ name, help, labelNames, registers: [registry] });
-}
-
 /**
  * Applies one routed result: one Lua step stores it and resolves exactly its members (or finds it already
  * stored), then `os.resolved` is emitted and the result marked emitted. Redelivery at any point changes nothing:
  * a stored-but-not-emitted result is emitted once more, an emitted one emits nothing.
  */
 export class ResultResolution {
-  private readonly protocolErrors: Counter;
-  private readonly outcomes: Counter;
-  private readonly rejected: Counter;
+  private readonly metrics: ResolverMetrics;
 
   constructor(
     private readonly redis: Redis,
@@ -54,21 +47,7 @@ export class ResultResolution {
     private readonly log: Logger,
     registry: Registry,
   ) {
-    this.protocolErrors = counterOf(
-      registry,
-      "os_protocol_errors_total",
-      "Results whose id came back with different content or membership",
-      ["code"],
-    );
-    this.outcomes = counterOf(registry, "os_results_applied_total", "Routed results by store outcome", [
-      "outcome",
-    ]);
-    this.rejected = counterOf(
-      registry,
-      "os_rejected_events_total",
-      "Harness result events rejected whole by the router, by reason",
-      ["reason"],
-    );
+    this.metrics = resolverMetrics(registry);
   }
 
   async apply(routed: OsRouted): Promise<void> {
@@ -93,7 +72,7 @@ export class ResultResolution {
         ...routed.members.flatMap((member) => [member.runId, member.deliveryId, member.idempotencyKey]),
       ],
     );
-    this.outcomes.inc({ outcome: reply[0] });
+    this.metrics.outcomes.inc({ outcome: reply[0] });
     if (reply[0] === "member_invalid") return this.recordRejection(device, routed, reply[1], reply[2]);
     if (reply[0] === "content_changed") return this.recordProtocolError(device, routed, reply[1]);
     if (reply[0] === "already_emitted") return;
@@ -124,7 +103,7 @@ export class ResultResolution {
         at: Date.now(),
       },
     );
-    if (recorded) this.protocolErrors.inc({ code: "RESULT_CONTENT_CHANGED" });
+    if (recorded) this.metrics.protocolErrors.inc({ code: "RESULT_CONTENT_CHANGED" });
     this.log.error(
       { deviceId: routed.deviceId, resultId: routed.resultId, storedHash, receivedHash: routed.contentHash },
       "protocol error: result id reused with different content or membership",
@@ -156,6 +135,6 @@ export class ResultResolution {
         at: Date.now(),
       },
     );
-    if (recorded) this.rejected.inc({ reason });
+    if (recorded) this.metrics.rejected.inc({ reason });
   }
 }

@@ -1,10 +1,11 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { PlaybackKind, PlaybackReason, PlaybackState } from "../../libs/contract/os-playback.js";
-
-const perRegistry = new WeakMap<Registry, TtsMetrics>();
+import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 /** Outbox transitions, suppressions, Lamp events ignored, and the playback queue's job counts (read at scrape). */
 export class TtsMetrics {
+  static readonly of = perRegistry((registry) => new TtsMetrics(registry));
+
   readonly outboxTransitions: Counter<"state">;
   readonly playbackTransitions: Counter<"kind" | "state">;
   readonly suppressions: Counter<"reason">;
@@ -61,12 +62,6 @@ export class TtsMetrics {
         for (const [state, count] of Object.entries((await queueCounts()) ?? {})) this.set({ state }, count);
       },
     });
-  }
-
-  static of(registry: Registry): TtsMetrics {
-    let metrics = perRegistry.get(registry);
-    if (!metrics) perRegistry.set(registry, (metrics = new TtsMetrics(registry)));
-    return metrics;
   }
 
   watchQueue(counts: () => Promise<Record<string, number>>): void {

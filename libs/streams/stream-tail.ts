@@ -1,14 +1,18 @@
 import type { Redis } from "ioredis";
 import type { z } from "zod";
-import type { Logger } from "../../libs/logging/logger.js";
-import { errorMessage } from "../../libs/errors/error-message.js";
-import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
+import { errorMessage } from "../errors/error-message.js";
+import type { Logger } from "../logging/logger.js";
+import { sleep } from "../timing/sleep.js";
+import { parseEntryPayload, type RawEntry } from "./stream-entry.js";
 
-type RawEntry = [id: string, fields: string[]];
+const READ_COUNT = 100;
+const BLOCK_MS = 1_000;
+const RETRY_DELAY_MS = 200;
 
 /**
  * Follows one instance-private stream without a consumer group, from `$` at start (what was written for a previous
- * incarnation of this instance has no socket or waiter left), trimming what it has read.
+ * incarnation of the instance has nobody left to act on it), trimming what it has read. Each valid payload goes
+ * to `deliver`; a malformed entry is logged and skipped.
  */
 export class StreamTail<S extends z.ZodType> {
   private stopping = false;
@@ -40,37 +44,41 @@ export class StreamTail<S extends z.ZodType> {
   }
 
   private async run(): Promise<void> {
+    const { reader, streamKey, log } = this.options;
     let lastId = "$";
     while (!this.stopping) {
       this.lastBeatAt = Date.now();
       try {
-        const reply = (await this.options.reader.call(
+        const reply = (await reader.call(
           "XREAD",
           "COUNT",
-          100,
+          READ_COUNT,
           "BLOCK",
-          1_000,
+          BLOCK_MS,
           "STREAMS",
-          this.options.streamKey,
+          streamKey,
           lastId,
         )) as [string, RawEntry[]][] | null;
         for (const [id, fields] of reply?.[0]?.[1] ?? []) {
           lastId = id;
           this.deliverEntry(id, fields);
         }
-        if (lastId !== "$") await this.options.reader.xtrim(this.options.streamKey, "MINID", lastId);
+        if (lastId !== "$") await reader.xtrim(streamKey, "MINID", lastId);
       } catch (error) {
         if (this.stopping) return;
-        this.options.log.warn({ err: errorMessage(error), stream: this.options.streamKey }, "tail failed");
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        log.warn({ err: errorMessage(error), stream: streamKey }, "tail failed");
+        await sleep(RETRY_DELAY_MS);
       }
     }
   }
 
   private deliverEntry(id: string, fields: string[]): void {
-    const index = fields.indexOf(PAYLOAD_FIELD);
-    const parsed = this.options.schema.safeParse(JSON.parse(fields[index + 1] ?? "null"));
-    if (parsed.success) this.options.deliver(parsed.data);
-    else this.options.log.error({ id, stream: this.options.streamKey }, "malformed entry skipped");
+    const parsed = parseEntryPayload(this.options.schema, fields);
+    if (parsed.ok) this.options.deliver(parsed.value);
+    else
+      this.options.log.error(
+        { id, stream: this.options.streamKey, err: parsed.error },
+        "malformed entry skipped",
+      );
   }
 }

@@ -1,0 +1,19 @@
+import { Counter, Gauge } from "prom-client";
+import { perRegistry } from "../../libs/metrics/per-registry.js";
+
+/** The device-gateway's series, built once per registry (the all-in-one process shares one registry). */
+export const deviceGatewayMetrics = perRegistry((registry) => ({
+  frames: new Counter({
+    name: "os_lamp_frames_total",
+    help: "Frames received from Lamps, by type and result",
+    labelNames: ["type", "result"],
+    registers: [registry],
+  }),
+  sockets: new Gauge({ name: "os_lamp_sockets", help: "Open Lamp WebSockets", registers: [registry] }),
+  duplicates: new Counter({
+    name: "os_lamp_duplicate_deliveries_total",
+    help: "playback.start delivery entries refused because this instance already delivered that playbackId",
+    registers: [registry],
+  }),
+}));
+export type DeviceGatewayMetrics = ReturnType<typeof deviceGatewayMetrics>;

@@ -1,0 +1,78 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Redis } from "ioredis";
+import type { Gauge } from "prom-client";
+import type { Principal } from "../../libs/auth/tokens.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import type { LampConnections } from "./lamp-connections.js";
+import type { LampFrames } from "./lamp-frames.js";
+import type { LampAuthenticator } from "./principal.js";
+
+export const LAMP_WS_PATH = "/v1/lamp/ws";
+
+/**
+ * `GET /v1/lamp/ws`: a device token is checked before the upgrade (401 otherwise); each socket's frames are answered
+ * in the order they arrived, and the socket is registered for delivery and presence while it is open.
+ */
+export function registerLampRoute(
+  http: FastifyInstance,
+  options: {
+    redis: Redis;
+    keys: Keyspace;
+    auth: LampAuthenticator;
+    frames: LampFrames;
+    connections: LampConnections;
+    sockets: Gauge;
+    log: Logger;
+  },
+): void {
+  const { redis, keys, auth, frames, connections, sockets, log } = options;
+  const principals = new WeakMap<FastifyRequest, { principal: Principal; issuedAt: number }>();
+  http.get(
+    LAMP_WS_PATH,
+    {
+      websocket: true,
+      // Refused before the upgrade: an unauthenticated client never gets a socket.
+      preValidation: async (request, reply) => {
+        const authentication = await auth.authenticate(request);
+        if (!authentication.ok)
+          return reply
+            .code(401)
+            .send({ error: { code: authentication.code, message: authentication.message } });
+        if (authentication.principal.role !== "device")
+          return reply.code(401).send({ error: { code: "UNAUTHORIZED", message: "device token required" } });
+        principals.set(request, authentication);
+      },
+    },
+    (socket, request) => {
+      const authenticated = principals.get(request);
+      if (!authenticated) return socket.close(1008, "unauthorized");
+      const { deviceId } = authenticated.principal;
+      sockets.inc();
+      // Frames of one socket are answered in the order they arrived.
+      let chain: Promise<void> = Promise.resolve();
+      socket.on("message", (data) => {
+        // Logged, never left rejected: that would wedge the socket and, unhandled, end the process.
+        chain = chain
+          .then(async () => {
+            const answer = await frames.handle(deviceId, data.toString());
+            if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
+          })
+          .catch((error: unknown) =>
+            log.error({ deviceId, err: errorMessage(error) }, "lamp frame not answered"),
+          );
+      });
+      socket.on("error", (error) => log.warn({ deviceId, err: error.message }, "lamp socket error"));
+      socket.on("close", () => {
+        sockets.dec();
+        void connections.remove(deviceId, socket);
+      });
+      void connections.add(deviceId, socket, authenticated.issuedAt);
+      void redis.sadd(knownDevicesKey(keys), deviceId).catch((error: unknown) => {
+        log.warn({ deviceId, err: errorMessage(error) }, "device not added to the known set");
+      });
+    },
+  );
+}
