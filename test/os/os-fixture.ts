@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import { registerRunScript, RunRegistration } from "../../services/device-gateway/run-registration.js";
 import { RouterStore } from "../../services/router/router-store.js";
+import { groupDrained } from "../helpers/stream-progress.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
 
@@ -131,15 +132,9 @@ export async function framesHandled(baseUrl: string): Promise<number> {
 }
 
 /** True when the run-resolver group has read and acked everything in `os.routed`. */
-export async function resolverIdle(t: TestRedis): Promise<boolean> {
-  const streamKey = t.keys.stream(STREAMS.osRouted.name);
-  if ((await t.redis.exists(streamKey)) === 0) return true;
-  const groups = (await t.redis.xinfo("GROUPS", streamKey)) as unknown[][];
-  const group = groups.find((fields) => fields[1] === "run-resolver");
-  if (!group) return false;
-  const field = (name: string) => group[group.indexOf(name) + 1];
-  const last = (await t.redis.xrevrange(streamKey, "+", "-", "COUNT", 1))[0]?.[0];
-  return Number(field("pending")) === 0 && (last === undefined || field("last-delivered-id") === last);
+export function resolverIdle(t: TestRedis): Promise<boolean> {
+  const { osRouted } = STREAM_CATALOG;
+  return groupDrained(t.redis, t.keys.stream(osRouted.name), osRouted.consumers.runResolver.group);
 }
 
 export async function streamLength(t: TestRedis, name: string): Promise<number> {

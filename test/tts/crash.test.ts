@@ -101,7 +101,7 @@ describe("tts-dispatcher crash safety (SIGKILL)", () => {
       { timeoutMs: 30_000 },
     );
     expect(entry).toMatchObject({ state: "uncertain", reason: "send_interrupted" });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean, { timeoutMs: 30_000 })).toBe(true);
     expect((await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId)).toHaveLength(1);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "uncertain" });
   });
@@ -119,7 +119,7 @@ describe("tts-dispatcher crash safety (SIGKILL)", () => {
       { timeoutMs: 30_000 },
     );
     expect(entry).toMatchObject({ state: "played", lastAck: "finished" });
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean, { timeoutMs: 30_000 })).toBe(true);
     expect((await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId)).toHaveLength(1);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "played" });
   });

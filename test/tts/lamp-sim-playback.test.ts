@@ -163,7 +163,7 @@ describe("playback over the real Lamp WebSocket (lamp-sim → device-gateway →
     await tts?.stop();
     tts = await startTts();
     await os.publishResolved(deviceId, "originating-instance", "r-sim-lost");
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
     expect(sim.received("playback.start")).toHaveLength(1);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "uncertain" });
   });

@@ -7,13 +7,14 @@ import {
   playbackRecordSchema,
   type OutboxEntry,
 } from "../../libs/contract/os-playback.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream, PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
+import { groupDrained } from "../helpers/stream-progress.js";
 
 /**
  * Writes and reads the OS store with its own key layout and record schemas (libs/os-store), standing in for the
@@ -112,7 +113,7 @@ export class OsStoreFixture {
   }
 
   async publishResolved(deviceId: string, serverInstanceId: string, resultId: string): Promise<void> {
-    await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
+    await appendToStream(this.redis, this.keys, STREAM_CATALOG.osResolved, {
       deviceId,
       serverInstanceId,
       resultId,
@@ -189,6 +190,28 @@ export class OsStoreFixture {
       at: Date.now(),
     });
     return playbackId;
+  }
+
+  /**
+   * The tts-dispatcher has handled everything published so far: both of its groups drained and no playback job left
+   * waiting, active or delayed (so nothing more can be sent).
+   */
+  async dispatcherIdle(): Promise<boolean> {
+    const { osResolved, lampEvents } = STREAM_CATALOG;
+    const streams = await Promise.all([
+      groupDrained(this.redis, this.keys.stream(osResolved.name), osResolved.consumers.ttsDispatcher.group),
+      groupDrained(this.redis, this.keys.stream(lampEvents.name), lampEvents.consumers.ttsDispatcher.group),
+    ]);
+    const queue = `${this.keys.prefix}:bull:lamp-playback:`;
+    const counts = await this.redis
+      .pipeline()
+      .llen(`${queue}wait`)
+      .llen(`${queue}active`)
+      .zcard(`${queue}delayed`)
+      .zcard(`${queue}prioritized`)
+      .exec();
+    const jobs = (counts ?? []).reduce((sum, [error, count]) => (error ? Infinity : sum + Number(count)), 0);
+    return streams.every(Boolean) && jobs === 0;
   }
 
   /** BullMQ jobs of the lamp-playback queue (any state), by their hash keys under the bull prefix. */

@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { HostedServices } from "../../libs/service/service-host.js";
 import { answerPlaybackId } from "../../services/tts-dispatcher/playback/playback-ids.js";
 import { CODE_BLOCK_SPEECH } from "../../services/tts-dispatcher/speech/render-speech.js";
@@ -90,15 +89,7 @@ describe("tts-dispatcher outbox", () => {
 
     await os.publishResolved(deviceId, "originating-instance", "r-1");
     await os.publishResolved(deviceId, "originating-instance", "r-1");
-    await waitFor(
-      () =>
-        t.redis.xpending(
-          t.keys.stream(STREAM_CATALOG.osResolved.name),
-          STREAM_CATALOG.osResolved.consumers.ttsDispatcher.group,
-        ),
-      (pending) => (pending as unknown[])[0] === 0,
-    );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
     expect(await os.outbox(deviceId, resultKey)).toEqual(first);
     expect(await os.outboxKeys(deviceId)).toHaveLength(1);
     expect(await os.playbackKeys(deviceId)).toHaveLength(1);

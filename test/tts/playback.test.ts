@@ -107,7 +107,7 @@ describe("lamp-playback worker", () => {
     await service?.stop();
     service = await startTtsDispatcher(t);
     await os.publishResolved(deviceId, "originating-instance", "r-lost-ack");
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
     expect(await startsFor(deviceId)).toHaveLength(1);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "uncertain", reason: "ack_timeout" });
   });
@@ -221,7 +221,7 @@ describe("lamp-playback worker", () => {
       (playback) => playback?.lastAck === "finished",
     );
     expect(repeat).toMatchObject({ kind: "repeat", state: "played", resultKey, text: answer?.speechText });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
     expect((await startsFor(deviceId)).map((start) => start.frame.playbackId)).toEqual([
       answer?.playbackId,
       repeatId,

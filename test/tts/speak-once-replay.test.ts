@@ -94,7 +94,7 @@ describe.skipIf(!corpusAvailable)(
           const counts = await settledUtterances(total);
           expect(counts, `step ${index}`).toEqual({ outbox: total, jobs: total, starts: total });
         }
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
         expect(await utterances()).toEqual({ outbox: 2, jobs: 2, starts: 2 });
       },
     );
@@ -128,7 +128,7 @@ describe("speak once across replays", () => {
     await pushAndSettle(t, peer, services.url, DEVICE, { ...single, eventId: 900 });
     await pushAndSettle(t, peer, services.url, DEVICE, { ...group, eventId: 901 });
     await pushAndSettle(t, peer, services.url, DEVICE, group);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
     expect(await utterances()).toEqual({ outbox: 2, jobs: 2, starts: 2 });
     const spokenResults = (await os.deliveries()).map((delivery) => delivery.frame.resultId);
     expect(spokenResults).toEqual(["group-ab", "single-c"]);

@@ -1,0 +1,15 @@
+import type { Redis } from "ioredis";
+
+/**
+ * True once a consumer group has read every entry of the stream and acked it: whatever its service does with an
+ * entry is done. A positive marker to wait on instead of sleeping to prove that nothing more happens.
+ */
+export async function groupDrained(redis: Redis, streamKey: string, group: string): Promise<boolean> {
+  if ((await redis.exists(streamKey)) === 0) return true;
+  const groups = (await redis.xinfo("GROUPS", streamKey)) as unknown[][];
+  const info = groups.find((fields) => fields[1] === group);
+  if (!info) return false;
+  const field = (name: string) => info[info.indexOf(name) + 1];
+  const last = (await redis.xrevrange(streamKey, "+", "-", "COUNT", 1))[0]?.[0];
+  return Number(field("pending")) === 0 && (last === undefined || field("last-delivered-id") === last);
+}
