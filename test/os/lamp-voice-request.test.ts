@@ -13,6 +13,7 @@ import { runResolverService } from "../../services/run-resolver/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
 import { AGENT, JWT_SECRET, MACHINE, osEnv, pushAndSettle, resultEvent, runOf } from "./os-fixture.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 const DEVICE = "lamp-voice";
 const GATEWAY = "gateway-test";
@@ -218,7 +219,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     // Tokens carry whole seconds: one issued in a later second than the revocation is accepted again.
     const nextSecond = (Math.floor(Date.parse(revokedAt) / 1000) + 1) * 1000;
     // A timer may fire a millisecond early against Date.now(), so wait on the wall clock itself.
-    while (Date.now() < nextSecond) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (Date.now() < nextSecond) await sleep(20);
     const newToken = await signToken(JWT_SECRET, { sub: DEVICE });
     expect(await upgradeStatus(newToken)).toBe(101);
     expect((await runs(newToken)).status).toBe(200);
@@ -313,7 +314,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
 
   it("keeps a heartbeat of its instance while it runs (TTL of three beats) and removes it when it stops", async () => {
     const alive = t.keys.lampGatewayAlive(GATEWAY);
-    await new Promise((resolve) => setTimeout(resolve, 100)); // let the TTL run down from its last beat
+    await sleep(100); // let the TTL run down from its last beat
     const ttl = await t.redis.pttl(alive);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThan(3 * LAMP_GATEWAY_HEARTBEAT_MS);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { projectRoot } from "../helpers/child-process.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 const simEventSchema = z.looseObject({ event: z.string(), at: z.number() });
 export type SimEvent = z.infer<typeof simEventSchema> & Record<string, unknown>;
@@ -45,7 +46,7 @@ export class LampSimProcess {
     while (this.of(event).length < count) {
       if (Date.now() > deadline)
         throw new Error(`lamp-sim: no ${count}x '${event}' in ${timeoutMs} ms\n${this.log()}`);
-      await new Promise((done) => setTimeout(done, 25));
+      await sleep(25);
     }
     return this.of(event);
   }

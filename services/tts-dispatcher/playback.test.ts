@@ -2,11 +2,12 @@ import { Job, Queue } from "bullmq";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { QUEUE_CATALOG } from "../../libs/contract/catalog.js";
 import type { HostedServices } from "../../libs/service/service-host.js";
-import { playbackJobId } from "../../services/tts-dispatcher/playback/playback-ids.js";
-import { PlaybackQueue } from "../../services/tts-dispatcher/playback/playback-queue.js";
-import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
-import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
-import { startTtsDispatcher } from "./tts-service.js";
+import { playbackJobId } from "./playback/playback-ids.js";
+import { PlaybackQueue } from "./playback/playback-queue.js";
+import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
+import { OsStoreFixture, StreamLamp } from "../../test/tts/os-store-fixture.js";
+import { startTtsDispatcher } from "../../test/tts/tts-service.js";
+import { sleep } from "../../libs/timing/sleep.js";
 
 let t: TestRedis;
 let os: OsStoreFixture;
@@ -130,7 +131,7 @@ describe("lamp-playback worker", () => {
     lamp = new StreamLamp(os).start();
     const resultKey = await resolvedFor(deviceId, "r-offline-then-online", { runId: "a", createdAt: 1 });
     await outboxIn(deviceId, resultKey, "queued");
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    await sleep(60);
     await os.setPresence(deviceId);
     expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({ state: "played" });
     expect(await startsFor(deviceId)).toHaveLength(1);
@@ -177,7 +178,7 @@ describe("lamp-playback worker", () => {
       voiceTargetExpiresAt: Date.now() + 150,
     });
     await outboxIn(deviceId, resultKey, "queued");
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     await os.setPresence(deviceId);
     expect(await outboxIn(deviceId, resultKey, "suppressed")).toMatchObject({
       state: "suppressed",

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HostedServices } from "../../libs/service/service-host.js";
-import { answerPlaybackId } from "../../services/tts-dispatcher/playback/playback-ids.js";
-import { CODE_BLOCK_SPEECH } from "../../services/tts-dispatcher/speech/render-speech.js";
-import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
-import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
-import { startTtsDispatcher } from "./tts-service.js";
+import { answerPlaybackId } from "./playback/playback-ids.js";
+import { CODE_BLOCK_SPEECH } from "./speech/render-speech.js";
+import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
+import { OsStoreFixture, StreamLamp } from "../../test/tts/os-store-fixture.js";
+import { startTtsDispatcher } from "../../test/tts/tts-service.js";
 
 let t: TestRedis;
 let os: OsStoreFixture;
