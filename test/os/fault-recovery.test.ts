@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { STREAMS } from "../../libs/contract/streams.js";
-import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { TsProcess } from "../helpers/child-process.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
@@ -69,7 +69,7 @@ async function expectExactlyOnce(runs: Record<string, string>) {
   expect(await statesOf(t, DEVICE, runs)).toEqual(
     Object.fromEntries(Object.keys(runs).map((k) => [k, "resolved"])),
   );
-  expect(await t.redis.keys(`${device.base}:result:*`)).toHaveLength(1);
+  expect(await t.redis.keys(device.result("*"))).toHaveLength(1);
   expect(await streamLength(t, STREAMS.osResolved.name)).toBe(1);
   expect(await t.redis.exists(device.protocolErrors)).toBe(0);
   expect(await rejectionsOf(t, DEVICE)).toEqual([]);
@@ -124,7 +124,7 @@ describe("crash recovery (services as their own processes, SIGKILL)", { timeout:
     await settle(() => peer.connected(DEVICE), Boolean);
     peer.push(DEVICE, resultEvent({ resultId: "r-a", members: [["delivery-A", "key-A"]] }));
     expect(await diedByItself(resolver)).toBe(true);
-    const result = `${device.base}:result:originating-instance|r-a`;
+    const result = device.result(resultKeyOf("originating-instance", "r-a"));
     expect(await t.redis.hget(result, "emittedAt")).toBeNull();
     expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "resolved" });
     expect(await streamLength(t, STREAMS.osResolved.name)).toBe(0);

@@ -213,7 +213,7 @@ describe("run-resolver: dedupe by (device, serverInstanceId, resultId) with the 
       resultKey: "originating-instance|r-g",
     });
     expect(b?.resultKey).toBe(a?.resultKey);
-    expect(await t.redis.keys(`${new OsDeviceKeys(t.keys, DEVICE).base}:result:*`)).toHaveLength(1);
+    expect(await t.redis.keys(new OsDeviceKeys(t.keys, DEVICE).result("*"))).toHaveLength(1);
   });
 });
 

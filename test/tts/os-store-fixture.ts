@@ -7,7 +7,7 @@ import {
   playbackRecordSchema,
   type OutboxEntry,
 } from "../../libs/contract/os-playback.js";
-import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import { QUEUE_CATALOG, STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
@@ -202,7 +202,7 @@ export class OsStoreFixture {
       groupDrained(this.redis, this.keys.stream(osResolved.name), osResolved.consumers.ttsDispatcher.group),
       groupDrained(this.redis, this.keys.stream(lampEvents.name), lampEvents.consumers.ttsDispatcher.group),
     ]);
-    const queue = `${this.keys.prefix}:bull:lamp-playback:`;
+    const queue = this.playbackQueueKeyPrefix;
     const counts = await this.redis
       .pipeline()
       .llen(`${queue}wait`)
@@ -216,9 +216,14 @@ export class OsStoreFixture {
 
   /** BullMQ jobs of the lamp-playback queue (any state), by their hash keys under the bull prefix. */
   async playbackJobIds(): Promise<string[]> {
-    const prefix = `${this.keys.prefix}:bull:lamp-playback:`;
+    const prefix = this.playbackQueueKeyPrefix;
     const keys = await this.scan(`${prefix}pb-*`);
     return [...new Set(keys.map((key) => key.slice(prefix.length).split(":")[0] as string))];
+  }
+
+  /** BullMQ's keys of the lamp-playback queue under the service's bull prefix (`<KEY_PREFIX>:bull`). */
+  private get playbackQueueKeyPrefix(): string {
+    return `${this.keys.prefix}:bull:${QUEUE_CATALOG.lampPlayback.name}:`;
   }
 
   private async scan(pattern: string): Promise<string[]> {
