@@ -1,3 +1,4 @@
+import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { PlaybackStart } from "../../../libs/contract/lamp-wire.js";
 import { STREAMS } from "../../../libs/contract/streams.js";
@@ -64,12 +65,14 @@ export async function until<T>(
 /** The device-scoped view of the OS API and the Harness store for one Lamp. */
 export class DeviceProbe {
   private readonly os: OsDeviceKeys;
+  private readonly harness: HarnessDeviceKeys;
 
   constructor(
     readonly stack: E2EStack,
     readonly deviceId: string,
   ) {
     this.os = new OsDeviceKeys(stack.keys, deviceId);
+    this.harness = new HarnessDeviceKeys(stack.keys, deviceId);
   }
 
   async run(runId: string): Promise<RunView> {
@@ -121,7 +124,7 @@ export class DeviceProbe {
 
   /** resultIds the Harness retained for this device (what it would replay on resync). */
   harnessResultIds(): Promise<string[]> {
-    return this.stack.redis.zrange(`${this.stack.keys.harnessDevice(this.deviceId)}:results`, 0, -1);
+    return this.stack.redis.zrange(this.harness.results, 0, -1);
   }
 
   /** Outbox states of every result of this device (one entry per result identity). */
@@ -152,8 +155,8 @@ export class DeviceProbe {
   }
 
   private async deviceQuiet(): Promise<boolean> {
-    const { redis, keys } = this.stack;
-    const head = Number((await redis.get(`${keys.harnessDevice(this.deviceId)}:event-seq`)) ?? 0);
+    const { redis } = this.stack;
+    const head = Number((await redis.get(this.harness.eventSequence)) ?? 0);
     const cursor = Number((await redis.hget(this.os.cursor, "cursor")) ?? 0);
     if (cursor < head) return false;
     if (!(await groupsDrained(this.stack, this.os.commands))) return false;
