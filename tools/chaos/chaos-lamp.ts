@@ -207,4 +207,3 @@ export class ChaosLamp {
     this.current?.send({ type: "playback.ack", playbackId, state: "finished" });
   }
 }
-

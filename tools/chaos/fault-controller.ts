@@ -122,4 +122,3 @@ export class FaultController {
     return lamp;
   }
 }
-

@@ -192,4 +192,3 @@ export class TrafficGenerator {
     return lamp;
   }
 }
-
