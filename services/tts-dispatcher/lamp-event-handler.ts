@@ -1,24 +1,13 @@
 import type { LampEvent } from "../../libs/contract/lamp-delivery.js";
 import type { PlaybackReason } from "../../libs/contract/os-playback.js";
-import type { Logger } from "../../libs/logging/logger.js";
 import { newestMember } from "./delivery/decide-delivery.js";
-import type { PlaybackQueue } from "./playback/playback-queue.js";
 import { renderSpeech } from "./speech/render-speech.js";
-import type { OsStoreReader } from "./store/os-store-reader.js";
-import type { PlaybackStore } from "./store/playback-store.js";
-import type { TtsMetrics } from "./tts-metrics.js";
+import type { PlaybackContext } from "./playback-context.js";
 
 type AckEvent = Extract<LampEvent, { kind: "playback.ack" }>;
 type RepeatEvent = Extract<LampEvent, { kind: "playback.repeat" }>;
 
-export interface LampEventHandlerOptions {
-  reader: OsStoreReader;
-  store: PlaybackStore;
-  queue: PlaybackQueue;
-  metrics: TtsMetrics;
-  log: Logger;
-  speechMaxChars: number;
-}
+export type LampEventHandlerOptions = PlaybackContext;
 
 /** What the Lamp says about playback, forwarded by the device-gateway: acks, and "say that again". */
 export class LampEventHandler {

@@ -1,23 +1,14 @@
 import type { OsResolved } from "../../libs/contract/streams.js";
-import type { Logger } from "../../libs/logging/logger.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { decideDelivery, type DeliveryDecision } from "./delivery/decide-delivery.js";
 import { answerPlaybackId, noticePlaybackId, type ResultIdentity } from "./playback/playback-ids.js";
-import type { PlaybackQueue } from "./playback/playback-queue.js";
 import { renderSpeech } from "./speech/render-speech.js";
-import type { OsStoreReader } from "./store/os-store-reader.js";
 import { StoreRecordError } from "./store/os-store-reader.js";
-import type { NewOutboxEntry, OutboxCreation, PlaybackStore } from "./store/playback-store.js";
-import type { TtsMetrics } from "./tts-metrics.js";
+import type { NewOutboxEntry, OutboxCreation } from "./store/playback-store.js";
+import type { PlaybackContext } from "./playback-context.js";
 
-export interface ResultDispatcherOptions {
-  reader: OsStoreReader;
-  store: PlaybackStore;
-  queue: PlaybackQueue;
-  metrics: TtsMetrics;
-  log: Logger;
-  speechMaxChars: number;
+export interface ResultDispatcherOptions extends PlaybackContext {
   failureNoticeText: string;
   crashPoint: CrashPoint;
 }
