@@ -30,6 +30,13 @@ export const lampEventSchema = z.discriminatedUnion("kind", [
     resultId: opaqueIdSchema,
     at: epochMsSchema,
   }),
+  /** A Lamp socket of the device opened: playbacks waiting for the Lamp may be sent now. */
+  z.strictObject({
+    kind: z.literal("lamp.connected"),
+    deviceId: opaqueIdSchema,
+    gatewayId: opaqueIdSchema,
+    at: epochMsSchema,
+  }),
 ]);
 export type LampEvent = z.infer<typeof lampEventSchema>;
 

@@ -44,11 +44,19 @@ export const playbackRepeatSchema = z.strictObject({
   resultId: opaqueIdSchema,
 });
 
+/** Replay the device's run.update log after `after` (0: everything retained), then continue live. */
+export const runUpdatesSinceSchema = z.strictObject({
+  type: z.literal("run.updates_since"),
+  requestId: requestIdSchema,
+  after: z.number().int().nonnegative(),
+});
+
 export const lampRequestSchema = z.discriminatedUnion("type", [
   voiceRequestSchema,
   playbackAckSchema,
   voiceCancelSchema,
   playbackRepeatSchema,
+  runUpdatesSinceSchema,
 ]);
 export type LampRequest = z.infer<typeof lampRequestSchema>;
 export type VoiceRequest = z.infer<typeof voiceRequestSchema>;
@@ -88,6 +96,18 @@ export const playbackRepeatResultSchema = z.strictObject({
   type: z.literal("playback.repeat_result"),
   requestId: requestIdSchema,
   playbackId: nonEmpty,
+});
+
+/**
+ * Sent before the replayed updates: `head` is the newest updateId now; `truncated` says updates after `after` were
+ * already trimmed (or `after` is ahead of the log), so the Lamp should reconcile with `GET /v1/runs`.
+ */
+export const runUpdatesSinceResultSchema = z.strictObject({
+  type: z.literal("run.updates_since_result"),
+  requestId: requestIdSchema,
+  after: z.number().int().nonnegative(),
+  head: z.number().int().nonnegative(),
+  truncated: z.boolean(),
 });
 
 export const playbackStartSchema = z.strictObject({

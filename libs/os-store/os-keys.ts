@@ -92,6 +92,19 @@ export class OsDeviceKeys {
     return `${this.base}:waiting`;
   }
 
+  /**
+   * The device's ordered run.update log (stream ids `0-<updateId>`), written by `emit_run_update` in the Lua step
+   * that changed the run; also the pub/sub channel on which each append names the device.
+   */
+  get runUpdates(): string {
+    return `${this.base}:run-updates`;
+  }
+
+  /** The last updateId handed out for this device. */
+  get runUpdateSequence(): string {
+    return `${this.base}:run-updates:seq`;
+  }
+
   repeatRequest(requestId: string): string {
     return `${this.base}:repeat-request:${requestId}`;
   }
@@ -100,6 +113,11 @@ export class OsDeviceKeys {
 /** Pub/sub channel naming each device whose Lamp credentials were just revoked (gateways close its sockets). */
 export function lampRevocationsChannel(keys: Keyspace): string {
   return keys.key("os", "lamp-revocations");
+}
+
+/** Pattern matching every device's run.update channel (a gateway subscribes once, the message names the device). */
+export function runUpdatesChannelPattern(keys: Keyspace): string {
+  return `${keys.osDevice("*")}:run-updates`;
 }
 
 /** Devices the router should hold a Harness session for (added on Lamp connect and on voice.request). */

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { replyRouteSchema } from "../contract/lamp-wire.js";
+import { receiptInputSchema } from "../contract/receipt.js";
+import { runStateSchema } from "../contract/run-update.js";
 import { outcomeSchema } from "../contract/turn-result.js";
 
-export const runStateSchema = z.enum(["pending", "resolved", "unknown"]);
-export type RunState = z.infer<typeof runStateSchema>;
+export { runStateSchema, type RunState } from "../contract/run-update.js";
 
 const optionalText = z.string().min(1).optional();
 const optionalMs = z.coerce.number().int().nonnegative().optional();
@@ -34,6 +35,8 @@ export const runRecordSchema = z.object({
   /** Transport instance the send was first attempted on: a retry on another instance reconciles, never resends. */
   sentVia: optionalText,
   sendError: optionalText,
+  /** Why the run ended `unknown` (a receipt error code, a send refusal, or an OS deadline reason). */
+  endReason: optionalText,
   stopKey: optionalText,
   cancelledAt: optionalMs,
   createdAt: z.coerce.number().int().nonnegative(),
@@ -49,12 +52,24 @@ export function parseRunRecord(hash: Record<string, string>): RunRecord | undefi
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
+const storedReceiptInputSchema = z.looseObject({ input: receiptInputSchema.optional() });
+
+/** `receipt.input` of the run's last receipt: how the Harness handed the input to the engine. */
+function receiptInput(run: RunRecord) {
+  if (run.receipt === undefined) return null;
+  const receipt = storedReceiptInputSchema.safeParse(JSON.parse(run.receipt));
+  return receipt.success ? (receipt.data.input ?? null) : null;
+}
+
 /** The public JSON of a run (DESIGN §7). */
 export function runView(run: RunRecord) {
   return {
     runId: run.runId,
+    requestId: run.requestId,
     state: run.state,
     outcome: run.outcome ?? null,
+    reason: run.endReason ?? null,
+    input: receiptInput(run),
     resultId: run.resultId ?? null,
     idempotencyKey: run.idempotencyKey,
     deliveryId: run.deliveryId ?? null,

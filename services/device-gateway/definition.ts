@@ -17,6 +17,7 @@ import { watchLampRevocations } from "./lamp-revocation.js";
 import { registerLampRoute } from "./lamp-ws-route.js";
 import { ReceiptWaiters } from "./receipt-waiters.js";
 import { RunRegistration } from "./run-registration.js";
+import { RunUpdateFeed } from "./run-update-feed.js";
 import { StreamTail } from "../../libs/streams/stream-tail.js";
 
 /** The Lamp WebSocket, run registration, playback delivery and acks, and the OS query API. */
@@ -35,11 +36,20 @@ export const deviceGatewayService = defineService({
       presenceTtlMs: config.LAMP_PRESENCE_TTL_MS,
       log: ctx.log,
     });
+    const updates = new RunUpdateFeed({
+      redis,
+      keys: ctx.keys,
+      log: ctx.log,
+      sent: metrics.runUpdates,
+      sweepIntervalMs: config.RUN_UPDATE_SWEEP_MS,
+    });
+    await updates.listen(ctx.connections.blocking("device-gateway/run-updates"));
     const frames = new LampFrames({
       redis,
       keys: ctx.keys,
       registration: new RunRegistration(redis, ctx.keys, instanceId, config.VOICE_TARGET_TTL_MS),
       waiters,
+      updates,
       receiptWaitMs: config.RECEIPT_WAIT_MS,
       log: ctx.log,
       frames: metrics.frames,
@@ -89,6 +99,8 @@ export const deviceGatewayService = defineService({
       auth,
       frames,
       connections,
+      updates,
+      instanceId,
       sockets: metrics.sockets,
       log: ctx.log,
     });
@@ -98,6 +110,7 @@ export const deviceGatewayService = defineService({
 
     return {
       async stop() {
+        updates.close();
         await connections.close();
         await replyTail.stop();
         await deliveryTail.stop();

@@ -15,5 +15,10 @@ export const deviceGatewayMetrics = perRegistry((registry) => ({
     help: "playback.start delivery entries refused because this instance already delivered that playbackId",
     registers: [registry],
   }),
+  runUpdates: new Counter({
+    name: "os_lamp_run_updates_sent_total",
+    help: "run.update frames written to Lamp sockets (live and replayed)",
+    registers: [registry],
+  }),
 }));
 export type DeviceGatewayMetrics = ReturnType<typeof deviceGatewayMetrics>;

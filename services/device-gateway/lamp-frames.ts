@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
+import type { WebSocket } from "ws";
 import type { Counter } from "prom-client";
 import { z } from "zod";
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
@@ -18,6 +19,7 @@ import { errorMessage } from "../../libs/errors/error-message.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { ReceiptWaiters } from "./receipt-waiters.js";
 import type { RunRegistration } from "./run-registration.js";
+import type { RunUpdateFeed } from "./run-update-feed.js";
 
 /** A repeated "say that again" (same requestId) keeps its playbackId this long. */
 const REPEAT_REQUEST_TTL_SECONDS = 24 * 3600;
@@ -55,14 +57,15 @@ export class LampFrames {
       keys: Keyspace;
       registration: RunRegistration;
       waiters: ReceiptWaiters;
+      updates: RunUpdateFeed;
       receiptWaitMs: number;
       log: Logger;
       frames: Counter;
     },
   ) {}
 
-  /** Returns the answer to send back, if the frame has one. */
-  async handle(deviceId: string, text: string): Promise<Answer | undefined> {
+  /** Returns the answer to send back, if the frame has one (a replay's answer is sent by the update feed). */
+  async handle(deviceId: string, socket: WebSocket, text: string): Promise<Answer | undefined> {
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -84,7 +87,7 @@ export class LampFrames {
       );
     }
     try {
-      return this.count(parsed.data.type, await this.dispatch(deviceId, parsed.data));
+      return this.count(parsed.data.type, await this.dispatch(deviceId, socket, parsed.data));
     } catch (error) {
       this.deps.log.error(
         { deviceId, type: parsed.data.type, err: errorMessage(error) },
@@ -98,8 +101,15 @@ export class LampFrames {
     }
   }
 
-  private dispatch(deviceId: string, request: LampRequest): Promise<Answer | undefined> {
+  private async dispatch(
+    deviceId: string,
+    socket: WebSocket,
+    request: LampRequest,
+  ): Promise<Answer | undefined> {
     switch (request.type) {
+      case "run.updates_since":
+        this.deps.updates.resume(deviceId, socket, request.requestId, request.after);
+        return undefined;
       case "voice.request":
         return this.voiceRequest(deviceId, request);
       case "voice.cancel":

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
 import type { Gauge } from "prom-client";
+import type { WebSocket } from "ws";
 import type { Principal } from "../../libs/auth/tokens.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import type { Logger } from "../../libs/logging/logger.js";
@@ -9,6 +10,9 @@ import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { LampConnections } from "./lamp-connections.js";
 import type { LampFrames } from "./lamp-frames.js";
 import type { LampAuthenticator } from "./principal.js";
+import type { RunUpdateFeed } from "./run-update-feed.js";
+import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { appendToStream } from "../../libs/streams/stream-writer.js";
 
 export const LAMP_WS_PATH = "/v1/lamp/ws";
 
@@ -24,11 +28,13 @@ export function registerLampRoute(
     auth: LampAuthenticator;
     frames: LampFrames;
     connections: LampConnections;
+    updates: RunUpdateFeed;
+    instanceId: string;
     sockets: Gauge;
     log: Logger;
   },
 ): void {
-  const { redis, keys, auth, frames, connections, sockets, log } = options;
+  const { redis, keys, auth, frames, connections, updates, sockets, log } = options;
   const principals = new WeakMap<FastifyRequest, { principal: Principal; issuedAt: number }>();
   http.get(
     LAMP_WS_PATH,
@@ -57,7 +63,7 @@ export function registerLampRoute(
         // Logged, never left rejected: that would wedge the socket and, unhandled, end the process.
         chain = chain
           .then(async () => {
-            const answer = await frames.handle(deviceId, data.toString());
+            const answer = await frames.handle(deviceId, socket, data.toString());
             if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
           })
           .catch((error: unknown) =>
@@ -67,12 +73,29 @@ export function registerLampRoute(
       socket.on("error", (error) => log.warn({ deviceId, err: error.message }, "lamp socket error"));
       socket.on("close", () => {
         sockets.dec();
+        updates.detach(deviceId, socket);
         void connections.remove(deviceId, socket);
       });
-      void connections.add(deviceId, socket, authenticated.issuedAt);
+      void connected(deviceId, socket, authenticated.issuedAt);
       void redis.sadd(knownDevicesKey(keys), deviceId).catch((error: unknown) => {
         log.warn({ deviceId, err: errorMessage(error) }, "device not added to the known set");
       });
     },
   );
+
+  /** Presence first (a waiting playback is sent to this instance), then the update feed, then the wake-up. */
+  async function connected(deviceId: string, socket: WebSocket, issuedAt: number): Promise<void> {
+    try {
+      await connections.add(deviceId, socket, issuedAt);
+      await updates.attach(deviceId, socket);
+      await appendToStream(redis, keys, LAMP_STREAMS.lampEvents, {
+        kind: "lamp.connected",
+        deviceId,
+        gatewayId: options.instanceId,
+        at: Date.now(),
+      });
+    } catch (error) {
+      log.warn({ deviceId, err: errorMessage(error) }, "lamp connection not fully registered");
+    }
+  }
 }

@@ -100,6 +100,7 @@ export class RouterStore {
         receipt.serverInstanceId,
         receipt.state,
         JSON.stringify(receipt),
+        Date.now(),
       ],
     );
     return { outcome, runId };
@@ -110,7 +111,7 @@ export class RouterStore {
   }
 
   async markSendFailed(runId: string, code: string): Promise<void> {
-    await markSendFailedScript.run(this.redis, [this.device.base], [runId, code]);
+    await markSendFailedScript.run(this.redis, [this.device.base], [runId, code, Date.now()]);
   }
 
   /** Returns whether a rejection was newly recorded (a replayed rejected event is recorded once). */

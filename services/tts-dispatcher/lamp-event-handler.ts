@@ -14,7 +14,14 @@ export class LampEventHandler {
   constructor(private readonly options: LampEventHandlerOptions) {}
 
   handle(event: LampEvent): Promise<void> {
-    return event.kind === "playback.ack" ? this.applyAck(event) : this.repeat(event);
+    switch (event.kind) {
+      case "playback.ack":
+        return this.applyAck(event);
+      case "playback.repeat":
+        return this.repeat(event);
+      case "lamp.connected":
+        return Promise.resolve();
+    }
   }
 
   private async applyAck(event: AckEvent): Promise<void> {

@@ -1,9 +1,10 @@
 -- One atomic step per routed result on the device's slot: dedupe by result identity with the content hash,
 -- verify every listed run still matches and is pending, store the one result with its membership, and resolve
--- exactly the listed runs. Unlisted runs are not touched.
+-- exactly the listed runs (each gets a run.update). Unlisted runs are not touched.
 -- KEYS[1] = B
 -- ARGV: resultKey, resultId, serverInstanceId, deviceId, agentId, outcome, fullText, engineTurnId ('' = none),
 --       membersJson, contentHash, now, memberCount, then per member: runId, deliveryId, idempotencyKey
+--!include run-update.lua
 local base = KEYS[1]
 local resultKey, resultId, instance, agentId = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local resultHash = base .. ':result:' .. resultKey
@@ -45,5 +46,6 @@ for i = 0, count - 1 do
   redis.call('HSET', base .. ':run:' .. runId, 'state', 'resolved', 'outcome', ARGV[6],
     'resultKey', resultKey, 'resultId', resultId, 'resolvedAt', now)
   redis.call('ZREM', base .. ':runs:pending', runId)
+  emit_run_update(base, runId, 'resolved', '', '', now)
 end
 return { 'stored', '' }

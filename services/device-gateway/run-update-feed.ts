@@ -1,0 +1,161 @@
+import type { Redis } from "ioredis";
+import type { Counter } from "prom-client";
+import type { WebSocket } from "ws";
+import { runUpdateFrame, runUpdateRecordSchema } from "../../libs/contract/run-update.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import { OsDeviceKeys, runUpdatesChannelPattern } from "../../libs/os-store/os-keys.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { parseEntryPayload } from "../../libs/streams/stream-entry.js";
+
+const PAGE = 100;
+
+/** updateId of a `B:run-updates` entry id (`0-<updateId>`). */
+const updateIdOf = (entryId: string) => Number(entryId.slice(entryId.indexOf("-") + 1));
+
+interface FeedOptions {
+  redis: Redis;
+  keys: Keyspace;
+  log: Logger;
+  sent: Counter;
+}
+
+/**
+ * One socket's position in its device's run.update log. Everything it sends goes through one chain, so a replay
+ * answer is followed by exactly the updates after its cursor, in order, and never interleaves with live ones.
+ */
+class SocketFeed {
+  private chain: Promise<void> = Promise.resolve();
+  private pumpQueued = false;
+
+  constructor(
+    private readonly options: FeedOptions,
+    private readonly device: OsDeviceKeys,
+    private readonly socket: WebSocket,
+    private cursor: number,
+  ) {}
+
+  /** Sends whatever the log holds after the cursor (coalesced: one pending pump covers every poke before it). */
+  pump(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    this.enqueue(async () => {
+      this.pumpQueued = false;
+      await this.sendAfterCursor();
+    });
+  }
+
+  /** Answers `run.updates_since`, then replays from `after` and continues live. */
+  resume(requestId: string, after: number): void {
+    this.enqueue(async () => {
+      const { redis } = this.options;
+      const head = Number((await redis.get(this.device.runUpdateSequence)) ?? 0);
+      const [oldest] = await redis.xrange(this.device.runUpdates, "-", "+", "COUNT", 1);
+      const oldestId = oldest ? updateIdOf(oldest[0]) : head + 1;
+      const truncated = after > head || oldestId > after + 1;
+      this.cursor = Math.min(after, head);
+      this.write({ type: "run.updates_since_result", requestId, after, head, truncated });
+      await this.sendAfterCursor();
+    });
+  }
+
+  private enqueue(task: () => Promise<void>): void {
+    this.chain = this.chain.then(task).catch((error: unknown) => {
+      this.options.log.warn(
+        { deviceId: this.device.deviceId, err: errorMessage(error) },
+        "run updates not sent; the next poke or sweep retries",
+      );
+    });
+  }
+
+  private async sendAfterCursor(): Promise<void> {
+    for (;;) {
+      if (this.socket.readyState !== this.socket.OPEN) return;
+      const entries = await this.options.redis.xrange(
+        this.device.runUpdates,
+        `(0-${this.cursor}`,
+        "+",
+        "COUNT",
+        PAGE,
+      );
+      for (const [id, fields] of entries) {
+        const updateId = updateIdOf(id);
+        const record = parseEntryPayload(runUpdateRecordSchema, fields);
+        if (record.ok) {
+          this.write(runUpdateFrame(updateId, record.value));
+          this.options.sent.inc();
+        } else {
+          this.options.log.error(
+            { deviceId: this.device.deviceId, id, err: record.error },
+            "malformed run update",
+          );
+        }
+        this.cursor = updateId;
+      }
+      if (entries.length < PAGE) return;
+    }
+  }
+
+  private write(frame: Record<string, unknown>): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(frame));
+  }
+}
+
+/**
+ * Sends every Lamp socket its own device's run.update log: live from the moment it connects (woken by the pub/sub
+ * notice each append publishes, and by a periodic sweep in case a notice was lost), or from a cursor the Lamp names
+ * with `run.updates_since`. A socket only ever reads its own device's log.
+ */
+export class RunUpdateFeed {
+  private readonly feeds = new Map<string, Map<WebSocket, SocketFeed>>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly options: FeedOptions & { sweepIntervalMs: number }) {
+    this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  /** Subscribes (on a dedicated connection) to every device's update channel. */
+  async listen(subscriber: Redis): Promise<void> {
+    subscriber.on("pmessage", (_pattern: string, _channel: string, deviceId: string) => this.poke(deviceId));
+    await subscriber.psubscribe(runUpdatesChannelPattern(this.options.keys));
+  }
+
+  /** Starts the socket at the log's head: it gets every update appended from now on. */
+  async attach(deviceId: string, socket: WebSocket): Promise<void> {
+    const device = new OsDeviceKeys(this.options.keys, deviceId);
+    const head = Number((await this.options.redis.get(device.runUpdateSequence)) ?? 0);
+    const feeds = this.feeds.get(deviceId) ?? new Map<WebSocket, SocketFeed>();
+    const feed = new SocketFeed(this.options, device, socket, head);
+    feeds.set(socket, feed);
+    this.feeds.set(deviceId, feeds);
+    // Anything appended between the head read and the registration is sent now rather than at the next poke.
+    feed.pump();
+  }
+
+  detach(deviceId: string, socket: WebSocket): void {
+    const feeds = this.feeds.get(deviceId);
+    feeds?.delete(socket);
+    if (feeds?.size === 0) this.feeds.delete(deviceId);
+  }
+
+  /** False when the socket is not attached (it closed meanwhile). */
+  resume(deviceId: string, socket: WebSocket, requestId: string, after: number): boolean {
+    const feed = this.feeds.get(deviceId)?.get(socket);
+    feed?.resume(requestId, after);
+    return feed !== undefined;
+  }
+
+  poke(deviceId: string): void {
+    for (const feed of this.feeds.get(deviceId)?.values() ?? []) feed.pump();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    this.feeds.clear();
+  }
+
+  private sweep(): void {
+    for (const deviceId of this.feeds.keys()) this.poke(deviceId);
+  }
+}
