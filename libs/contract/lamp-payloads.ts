@@ -28,6 +28,8 @@ export const lampEventSchema = z.discriminatedUnion("kind", [
     requestId: requestIdSchema,
     playbackId: opaqueIdSchema,
     resultId: opaqueIdSchema,
+    /** Named by the Lamp in its request; absent: the voice target of the device's latest run. */
+    voiceTargetId: opaqueIdSchema.optional(),
     at: epochMsSchema,
   }),
   /** A Lamp socket of the device opened: playbacks waiting for the Lamp may be sent now. */

@@ -42,6 +42,8 @@ export const playbackRepeatSchema = z.strictObject({
   type: z.literal("playback.repeat"),
   requestId: requestIdSchema,
   resultId: opaqueIdSchema,
+  /** Where the Lamp wants it spoken now; absent: the voice target of the device's latest voice.request. */
+  voiceTargetId: voiceTargetSchema.shape.id.optional(),
 });
 
 /** Replay the device's run.update log after `after` (0: everything retained), then continue live. */
