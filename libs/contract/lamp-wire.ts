@@ -62,6 +62,7 @@ export const lampRequestSchema = z.discriminatedUnion("type", [
 ]);
 export type LampRequest = z.infer<typeof lampRequestSchema>;
 export type VoiceRequest = z.infer<typeof voiceRequestSchema>;
+export type PlaybackRepeat = z.infer<typeof playbackRepeatSchema>;
 
 // ---- OS -> Lamp -----------------------------------------------------------------------------------------------
 
@@ -71,6 +72,8 @@ export const lampErrorCodeSchema = z.enum([
   "NOT_FOUND",
   /** The idempotency key minted for a new run already names another run: nothing registered, a retry is safe. */
   "IDEMPOTENCY_KEY_IN_USE",
+  /** "Say that again" of a result that is never spoken: failed or cancelled, mixed destinations, not a voice route. */
+  "NOT_REPEATABLE",
   "PAYLOAD_TOO_LARGE",
   "RATE_LIMITED",
   "UNAVAILABLE",

@@ -8,6 +8,7 @@ import {
   lampRequestSchema,
   type LampErrorCode,
   type LampRequest,
+  type PlaybackRepeat,
   type VoiceRequest,
 } from "../../libs/contract/lamp-wire.js";
 import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
@@ -18,6 +19,7 @@ import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { ReceiptWaiters } from "./receipt-waiters.js";
+import { repeatRefusal } from "./repeat-rules.js";
 import type { RunRegistration } from "./run-registration.js";
 import type { RunUpdateFeed } from "./run-update-feed.js";
 
@@ -117,7 +119,7 @@ export class LampFrames {
       case "playback.ack":
         return this.forwardAck(deviceId, request.playbackId, request.state);
       case "playback.repeat":
-        return this.repeat(deviceId, request.requestId, request.resultId);
+        return this.repeat(deviceId, request);
     }
   }
 
@@ -191,11 +193,15 @@ export class LampFrames {
     return undefined;
   }
 
-  private async repeat(deviceId: string, requestId: string, resultId: string): Promise<Answer> {
-    const device = new OsDeviceKeys(this.deps.keys, deviceId);
-    if ((await this.deps.redis.exists(device.resultId(resultId))) === 0)
-      return errorAnswer("playback.repeat", requestId, "NOT_FOUND", "no such result for this device");
-    const repeatKey = device.repeatRequest(requestId);
+  private async repeat(deviceId: string, request: PlaybackRepeat): Promise<Answer> {
+    const { requestId, resultId } = request;
+    const refusal = await repeatRefusal(
+      this.deps.redis,
+      new OsDeviceKeys(this.deps.keys, deviceId),
+      resultId,
+    );
+    if (refusal) return errorAnswer(request.type, requestId, refusal.code, refusal.message);
+    const repeatKey = new OsDeviceKeys(this.deps.keys, deviceId).repeatRequest(requestId);
     const minted = randomUUID();
     const earlier = await this.deps.redis.call(
       "SET",
@@ -213,6 +219,7 @@ export class LampFrames {
       requestId,
       playbackId,
       resultId,
+      ...(request.voiceTargetId ? { voiceTargetId: request.voiceTargetId } : {}),
       at: Date.now(),
     });
     return { type: "playback.repeat_result", requestId, playbackId };

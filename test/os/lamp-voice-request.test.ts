@@ -36,7 +36,8 @@ async function connectLamp(token: string) {
   });
   const answerTo = async (requestId: string) => {
     const found = await waitFor(
-      () => frames.find((frame) => frame.requestId === requestId),
+      // run.update frames carry the requestId of the voice.request they are about; answers are `<op>_result`.
+      () => frames.find((frame) => frame.requestId === requestId && String(frame.type).endsWith("_result")),
       (frame) => frame !== undefined,
     );
     if (!found) throw new Error(`no answer to ${requestId}`);
@@ -287,13 +288,26 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     const missing = randomUUID();
     lamp.send({ type: "playback.repeat", requestId: missing, resultId: "r-unknown" });
     expect(await lamp.answerTo(missing)).toMatchObject({ error: { code: "NOT_FOUND" } });
-    await t.redis.set(new OsDeviceKeys(t.keys, DEVICE).resultId("r-1"), "originating-instance|r-1");
+    const device = new OsDeviceKeys(t.keys, DEVICE);
+    await t.redis.set(device.resultId("r-1"), "originating-instance|r-1");
+    await t.redis.hset(device.result("originating-instance|r-1"), {
+      resultId: "r-1",
+      serverInstanceId: "originating-instance",
+      deviceId: DEVICE,
+      agentId: "agent-1",
+      outcome: "completed",
+      fullText: "hi",
+      members: JSON.stringify([{ runId: "run-1", deliveryId: "d-1", idempotencyKey: "k-1" }]),
+      contentHash: "hash-1",
+      storedAt: Date.now(),
+    });
     const repeat = randomUUID();
     lamp.send({ type: "playback.repeat", requestId: repeat, resultId: "r-1" });
     const repeated = await lamp.answerTo(repeat);
     expect(repeated).toMatchObject({ type: "playback.repeat_result", requestId: repeat });
     const events = await t.redis.xrange(t.keys.stream(LAMP_STREAMS.lampEvents.name), "-", "+");
     expect(events.map(([, fields]) => JSON.parse(fields[1] ?? "{}"))).toMatchObject([
+      { kind: "lamp.connected", deviceId: DEVICE, gatewayId: GATEWAY },
       { kind: "playback.ack", deviceId: DEVICE, playbackId: "p-1", state: "started" },
       {
         kind: "playback.repeat",
