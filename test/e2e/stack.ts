@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
@@ -141,6 +141,23 @@ export class E2EStack {
     const agent = this.agents.get(agentId);
     if (!agent) throw new Error(`unknown agent ${agentId}`);
     return loggedInputs(agent);
+  }
+
+  /** SIGKILLs the agent's running engine process(es) (found by the input log only that agent's command names). */
+  killEngine(agentId: string): number {
+    const agent = this.agents.get(agentId);
+    if (!agent) throw new Error(`unknown agent ${agentId}`);
+    const pids = readdirSync("/proc")
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(agent.inputLog);
+        } catch {
+          return false; // the process ended while we looked
+        }
+      });
+    for (const pid of pids) process.kill(Number(pid), "SIGKILL");
+    return pids.length;
   }
 
   process(name: ServiceName): TsProcess {

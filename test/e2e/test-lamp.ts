@@ -7,6 +7,7 @@ import {
   type PlaybackStart,
   type ReplyRoute,
 } from "../../libs/contract/lamp-wire.js";
+import { runUpdateFrameSchema, type RunUpdateFrame } from "../../libs/contract/run-update.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
 export interface TestLampOptions {
@@ -98,12 +99,45 @@ export class TestLamp {
     return voiceCancelResultSchema.parse(frame);
   }
 
-  repeat(resultId: string): Promise<Record<string, unknown>> {
+  repeat(resultId: string, voiceTargetId?: string): Promise<Record<string, unknown>> {
     const requestId = randomUUID();
-    this.send({ type: "playback.repeat", requestId, resultId });
+    this.send({ type: "playback.repeat", requestId, resultId, ...(voiceTargetId ? { voiceTargetId } : {}) });
     return this.waitForFrame(
       (frame) => frame.type === "playback.repeat_result" && frame.requestId === requestId,
     );
+  }
+
+  /** Asks for the device's run.updates after `after`; resolves with the answer (the updates follow it). */
+  async updatesSince(after: number): Promise<Record<string, unknown>> {
+    const requestId = randomUUID();
+    this.send({ type: "run.updates_since", requestId, after });
+    return this.waitForFrame(
+      (frame) => frame.type === "run.updates_since_result" && frame.requestId === requestId,
+    );
+  }
+
+  /** Every run.update received so far, in arrival order (each parsed with the wire schema). */
+  get runUpdates(): RunUpdateFrame[] {
+    return this.frames.flatMap((frame) => {
+      if (frame.type !== "run.update") return [];
+      return [runUpdateFrameSchema.parse(frame)];
+    });
+  }
+
+  /** Waits for a run.update of `runId` that `match` accepts. */
+  async waitForRunUpdate(
+    runId: string,
+    match: (update: RunUpdateFrame) => boolean,
+    timeoutMs = 30_000,
+  ): Promise<RunUpdateFrame> {
+    const frame = await this.waitForFrame(
+      (candidate) =>
+        candidate.type === "run.update" &&
+        candidate.runId === runId &&
+        match(runUpdateFrameSchema.parse(candidate)),
+      timeoutMs,
+    );
+    return runUpdateFrameSchema.parse(frame);
   }
 
   /** Every playback.start received so far (what the Lamp would have spoken). */

@@ -6,6 +6,8 @@ import {
   type LampRequest,
   type PlaybackStart,
 } from "../../libs/contract/lamp-wire.js";
+import { runUpdateFrameSchema } from "../../libs/contract/run-update.js";
+import { runUpdateLine } from "./run-update-line.js";
 import type { Speaker } from "./speaker.js";
 
 export interface LampFaults {
@@ -147,6 +149,11 @@ export class LampSim {
     emit("received", { frame });
     const start = playbackStartSchema.safeParse(frame);
     if (start.success) return this.onPlaybackStart(start.data);
+    const update = runUpdateFrameSchema.safeParse(frame);
+    if (update.success) {
+      emit("run.update", { line: runUpdateLine(update.data) });
+      return;
+    }
     const runId = (frame as { type?: unknown; runId?: unknown }).runId;
     if ((frame as { type?: unknown }).type === "voice.request_result" && typeof runId === "string")
       this.lastRunId = runId;

@@ -7,10 +7,13 @@ import { Speaker } from "./speaker.js";
 
 /**
  * lamp-sim: a Lamp client over the real WebSocket for tests, the demo and benchmarks. It prints one JSON line per
- * event on stdout and exits after `--exit-after` playbacks, on SIGTERM, or when the OS closes the connection.
+ * event on stdout (and each run.update as a readable line on stderr) and exits after `--exit-after` playbacks, on SIGTERM, or when the OS closes the connection.
  */
-const emit: Emit = (event, fields = {}) =>
+const emit: Emit = (event, fields = {}) => {
   process.stdout.write(`${JSON.stringify({ event, at: Date.now(), ...fields })}\n`);
+  // What happened to each request, readable beside the JSON: `#3 run 3f2a9c1e resolved · completed (result r-1)`.
+  if (event === "run.update") process.stderr.write(`lamp-sim: ${String(fields.line)}\n`);
+};
 
 async function runStep(sim: LampSim, step: ScriptStep): Promise<void> {
   if ("say" in step) sim.say(step);
