@@ -10,8 +10,13 @@ import { sleep } from "../../../libs/timing/sleep.js";
 /** GET /v1/runs/:id as the OS query API answers it (DESIGN §7). */
 export interface RunView {
   runId: string;
+  requestId: string;
   state: "pending" | "resolved" | "unknown";
   outcome: "completed" | "failed" | "cancelled" | null;
+  /** Why the run ended unknown. */
+  reason: string | null;
+  /** `receipt.input` of its last receipt: how the Harness handed the input to the engine. */
+  input: { mode: string; phase: string } | null;
   resultId: string | null;
   idempotencyKey: string;
   deliveryId: string | null;

@@ -137,7 +137,7 @@ describe(
       await expectEachAnsweredOnce(probe, lamp, runs);
     });
 
-    it("engine-runner SIGKILLed after writing the inputs (the engines die mid-turn): receipts end unknown, nothing resent or spoken; later inputs are answered once", async () => {
+    it("engine-runner SIGKILLed after writing the inputs (the engines die mid-turn): receipts and runs end unknown, nothing resent or spoken; later inputs are answered once", async () => {
       const { lamp, probe } = await device("lamp-l5-runner-after");
       const lost = await askBoth(lamp, "Lost with the engine");
       await untilWrittenToEngines(probe, lost);
@@ -148,7 +148,12 @@ describe(
       const written = [...engineDeliveries(stack, CLAUDE), ...engineDeliveries(stack, CODEX)];
       for (const { runId } of lost) {
         const run = await probe.run(runId);
-        expect(run).toMatchObject({ state: "pending", outcome: null, resultId: null });
+        expect(run).toMatchObject({
+          state: "unknown",
+          reason: "ENGINE_EXITED",
+          outcome: null,
+          resultId: null,
+        });
         expect((await probe.receipt(runId))?.error?.code).toBe("ENGINE_EXITED");
         expect(countOf(written, run.deliveryId)).toBe(1);
       }
@@ -159,7 +164,7 @@ describe(
       await probe.settled();
       expect(lamp.utterances).toHaveLength(2);
       for (const { runId } of later) expect(await probe.run(runId)).toMatchObject({ state: "resolved" });
-      for (const { runId } of lost) expect(await probe.run(runId)).toMatchObject({ state: "pending" });
+      for (const { runId } of lost) expect(await probe.run(runId)).toMatchObject({ state: "unknown" });
     });
 
     it("device-gateway SIGKILLed while a playback is unacknowledged (lost ack): the entry becomes uncertain and is never sent again; only an explicit repeat speaks again", async () => {

@@ -220,16 +220,24 @@ describe.concurrent("seed 000 joint acceptance: result membership", { timeout: 1
   });
 
   describe("Unknown membership: no fabricated key, completion or voice response", () => {
-    it("Claude without echoed ids, two inputs outstanding at the turn end: both receipts unknown, no result, nothing spoken", async () => {
+    it("Claude without echoed ids, two inputs outstanding at the turn end: both receipts and runs unknown, the Lamp told, no result, nothing spoken", async () => {
       const { lamp, probe } = await device("lamp-l4-echoless");
       const a = await say(lamp, AGENTS.claudeEcholess, "First, without ids.");
       const b = await say(lamp, AGENTS.claudeEcholess, "Second, without ids.");
       for (const run of [a, b]) await probe.runUntil(run.runId, (view) => view.receiptState === "unknown");
       await probe.settled();
       for (const run of [a, b]) {
-        // The OS keeps the run pending: an unknown receipt is not an outcome (only a refused send is).
-        expect(await probe.run(run.runId)).toMatchObject({ state: "pending", outcome: null, resultId: null });
+        // The run ends unknown with the receipt's reason: no outcome, no result, and the Lamp is told.
+        expect(await probe.run(run.runId)).toMatchObject({
+          state: "unknown",
+          reason: "RESULT_EVIDENCE_MISSING",
+          outcome: null,
+          resultId: null,
+        });
         expect((await probe.receipt(run.runId))?.error?.code).toBe("RESULT_EVIDENCE_MISSING");
+        expect(
+          lamp.runUpdates.filter((update) => update.runId === run.runId && update.change === "unknown"),
+        ).toMatchObject([{ state: "unknown", reason: "RESULT_EVIDENCE_MISSING" }]);
       }
       expect(await probe.harnessResultIds()).toEqual([]);
       expect(await probe.outboxStates()).toEqual([]);
@@ -245,7 +253,11 @@ describe.concurrent("seed 000 joint acceptance: result membership", { timeout: 1
       const b = await say(lamp, AGENTS.claudeCrash, "After the restart.");
       const [utterance] = await lamp.waitForUtterances(1, 60_000);
       await probe.settled();
-      expect(await probe.run(a.runId)).toMatchObject({ state: "pending", outcome: null, resultId: null });
+      expect(await probe.run(a.runId)).toMatchObject({
+        state: "unknown",
+        reason: "ENGINE_EXITED",
+        resultId: null,
+      });
       expect((await probe.receipt(a.runId))?.error?.code).toBe("ENGINE_EXITED");
       await expectOneSpokenGroup(
         probe,
@@ -263,7 +275,11 @@ describe.concurrent("seed 000 joint acceptance: result membership", { timeout: 1
       const a = await say(lamp, AGENTS.codexCrash, "This turn never completes.");
       await probe.runUntil(a.runId, (view) => view.receiptState === "unknown");
       await probe.settled();
-      expect(await probe.run(a.runId)).toMatchObject({ state: "pending", outcome: null, resultId: null });
+      expect(await probe.run(a.runId)).toMatchObject({
+        state: "unknown",
+        reason: "ENGINE_EXITED",
+        resultId: null,
+      });
       expect((await probe.receipt(a.runId))?.error?.code).toBe("ENGINE_EXITED");
       expect(await probe.harnessResultIds()).toEqual([]);
       expect(await probe.outboxStates()).toEqual([]);

@@ -232,23 +232,25 @@ describe.concurrent("seed 000 joint acceptance: routing and speech", { timeout: 
       expect(engineDeliveries(stack, AGENTS.slow)).toEqual([runA.deliveryId, runB.deliveryId]);
     });
 
-    it("Claude auth failure (is_error, 401): run resolved failed, receipt stays started (never completed), nothing spoken", async () => {
+    it("Claude auth failure (is_error, 401): run resolved failed, receipt stays started (never completed), only the failure notice spoken", async () => {
       const { lamp, probe } = await device("lamp-l7-claude-failed");
       const a = await say(lamp, AGENTS.authFailure, "Anything.");
       const run = await resolvedRun(probe, a.runId);
       await probe.settled();
       await expectFailedUnspoken(probe, lamp, run, "failed");
+      await expectFailureNotice(lamp, run);
     });
 
-    it("Codex failed turn: run resolved failed, receipt stays started (never completed), nothing spoken", async () => {
+    it("Codex failed turn: run resolved failed, receipt stays started (never completed), only the failure notice spoken", async () => {
       const { lamp, probe } = await device("lamp-l7-codex-failed");
       const a = await say(lamp, AGENTS.codexFailed, "Anything.");
       const run = await resolvedRun(probe, a.runId);
       await probe.settled();
       await expectFailedUnspoken(probe, lamp, run, "failed");
+      await expectFailureNotice(lamp, run);
     });
 
-    it("a cancel that interrupts the engine: A resolved cancelled and unspoken, the queued B it cancelled stays pending with an unknown receipt", async () => {
+    it("a cancel that interrupts the engine: A resolved cancelled and unspoken, the queued B it cancelled ends unknown with its receipt's reason", async () => {
       const { lamp, probe } = await device("lamp-l7-interrupted");
       const a = await say(lamp, AGENTS.interrupted, "Long task.");
       const b = await say(lamp, AGENTS.interrupted, "Queued behind it.");
@@ -258,13 +260,19 @@ describe.concurrent("seed 000 joint acceptance: routing and speech", { timeout: 
       await probe.runUntil(b.runId, (run) => run.receiptState === "unknown");
       await probe.settled();
       await expectFailedUnspoken(probe, lamp, runA, "cancelled");
-      expect(await probe.run(b.runId)).toMatchObject({ state: "pending", outcome: null, resultId: null });
+      expect(lamp.utterances).toHaveLength(0);
+      expect(await probe.run(b.runId)).toMatchObject({
+        state: "unknown",
+        reason: "RESULT_EVIDENCE_MISSING",
+        outcome: null,
+        resultId: null,
+      });
       expect((await probe.receipt(b.runId))?.error?.code).toBe("RESULT_EVIDENCE_MISSING");
     });
   });
 });
 
-/** A failed or cancelled result: the run resolved with that outcome, the receipt not completed, nothing spoken. */
+/** A failed or cancelled result: the run resolved with that outcome, the receipt not completed, the answer unspoken. */
 async function expectFailedUnspoken(
   probe: DeviceProbe,
   lamp: TestLamp,
@@ -276,5 +284,19 @@ async function expectFailedUnspoken(
   const result = await storedResultOf(probe, run);
   expect(result.outcome).toBe(outcome);
   expect(result.playback).toMatchObject({ state: "suppressed", reason: `${outcome}_result` });
-  expect(lamp.utterances).toHaveLength(0);
+  expect(lamp.utterances.filter((utterance) => utterance.text === result.fullText)).toHaveLength(0);
+  expect(
+    lamp.runUpdates.filter((update) => update.runId === run.runId && update.change === "resolved"),
+  ).toMatchObject([{ state: "resolved", outcome, resultId: run.resultId }]);
+}
+
+/** A failed result speaks the short notice once, never its fullText, to the run's voice target. */
+async function expectFailureNotice(lamp: TestLamp, run: RunView): Promise<void> {
+  const [notice] = await lamp.waitForUtterances(1, 30_000);
+  expect(notice).toMatchObject({
+    resultId: run.resultId,
+    voiceTargetId: run.voiceTarget.id,
+    text: "That task failed. The details are on the screen.",
+  });
+  expect(lamp.utterances).toHaveLength(1);
 }
