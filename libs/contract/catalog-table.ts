@@ -33,6 +33,8 @@ function readingOf(reading: StreamReading): string {
       return "read from `$` without a group; nothing retried";
     case "audit-log":
       return "appended once per identity, read by range (OS API); nothing consumes it";
+    case "update-log":
+      return `ids \`0-<updateId>\`, read by range from each Lamp socket's cursor (device-gateway); about the newest ${reading.kept} kept`;
   }
 }
 

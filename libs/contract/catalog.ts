@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { baseEnvSchema } from "../config/env-fields.js";
 import { deviceCommandSchema, sendReplySchema } from "./device-commands.js";
+import { RUN_UPDATES_KEPT, runUpdateRecordSchema } from "./run-update.js";
 import { protocolErrorRecordSchema, rejectionRecordSchema } from "../os-store/result-record.js";
 import { consumerSettingsOf, STREAM_CONSUMER_ENV } from "../streams/consumer-settings.js";
 import { lampDeliverySchema, lampEventSchema, playbackJobSchema } from "./lamp-payloads.js";
@@ -55,7 +56,9 @@ export type StreamReading =
   /** Read from `$` without a group: whoever is not listening has nobody waiting any more. */
   | { kind: "tail" }
   /** Appended once per identity and read whole by range; nothing consumes it. */
-  | { kind: "audit-log" };
+  | { kind: "audit-log" }
+  /** Ids `0-<n>`, read by range from a cursor each reader keeps (no group); trimmed to the newest `kept`. */
+  | { kind: "update-log"; kept: number };
 
 export interface StreamSpec<S extends z.ZodType = z.ZodType> {
   name: string;
@@ -189,6 +192,16 @@ export const STREAM_CATALOG = {
     consumers: {},
     reading: { kind: "audit-log" },
     carries: "a rejected Harness event with its reason (once per identity, see `B:rejections-ids`)",
+  },
+  runUpdates: {
+    name: "B:run-updates",
+    schema: runUpdateRecordSchema,
+    keyspace: "device",
+    producers: ["device-gateway", "router", "run-resolver", "tts-dispatcher"],
+    consumers: {},
+    reading: { kind: "update-log", kept: RUN_UPDATES_KEPT },
+    carries:
+      "one `run.update` per change of a run the Lamp could care about, appended in the Lua step that made it (a pub/sub notice on the channel of the same name wakes the gateways)",
   },
   protocolErrors: {
     name: "B:protocol-errors",
