@@ -64,6 +64,14 @@ export class OsDeviceKeys {
     return `${this.base}:playback:${playbackId}`;
   }
 
+  /**
+   * Playbacks waiting for the device's Lamp to connect (a zset of playbackIds scored by when their job checks
+   * again), kept by the tts-dispatcher's claim step; a `lamp.connected` wakes them.
+   */
+  get awaitingLamp(): string {
+    return `${this.base}:playbacks:awaiting-lamp`;
+  }
+
   get rejections(): string {
     return `${this.base}:rejections`;
   }

@@ -52,6 +52,8 @@ export const ttsDispatcherService = defineService({
       log: ctx.log,
       concurrency: config.PLAYBACK_WORKER_CONCURRENCY,
       ackTimeoutMs: config.PLAYBACK_ACK_TIMEOUT_MS,
+      offlineRecheckMs: config.PLAYBACK_OFFLINE_RECHECK_MS,
+      repeatWaitMs: config.PLAYBACK_REPEAT_WAIT_MS,
       lockDurationMs: config.PLAYBACK_LOCK_DURATION_MS,
       stalledIntervalMs: config.PLAYBACK_STALLED_INTERVAL_MS,
       crashPoint,

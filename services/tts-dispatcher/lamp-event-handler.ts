@@ -1,15 +1,15 @@
 import type { LampEvent } from "../../libs/contract/lamp-delivery.js";
-import type { PlaybackReason } from "../../libs/contract/os-playback.js";
-import { newestMember } from "./delivery/decide-delivery.js";
+import { newestMember, repeatBlocker } from "./delivery/decide-delivery.js";
 import { renderSpeech } from "./speech/render-speech.js";
 import type { PlaybackContext } from "./playback-context.js";
 
 type AckEvent = Extract<LampEvent, { kind: "playback.ack" }>;
 type RepeatEvent = Extract<LampEvent, { kind: "playback.repeat" }>;
+type ConnectedEvent = Extract<LampEvent, { kind: "lamp.connected" }>;
 
 export type LampEventHandlerOptions = PlaybackContext;
 
-/** What the Lamp says about playback, forwarded by the device-gateway: acks, and "say that again". */
+/** What the Lamp says, forwarded by the device-gateway: acks, "say that again", and that it is connected. */
 export class LampEventHandler {
   constructor(private readonly options: LampEventHandlerOptions) {}
 
@@ -20,8 +20,25 @@ export class LampEventHandler {
       case "playback.repeat":
         return this.repeat(event);
       case "lamp.connected":
-        return Promise.resolve();
+        return this.wakeWaiting(event);
     }
+  }
+
+  /** The Lamp is back: every playback waiting for it claims now instead of at its next re-check. */
+  private async wakeWaiting(event: ConnectedEvent): Promise<void> {
+    const { store, queue, metrics, log } = this.options;
+    const waiting = await store.awaitingLamp(event.deviceId);
+    for (const playbackId of waiting) {
+      const outcome = await queue.wake(event.deviceId, playbackId);
+      metrics.lampWakes.inc({ outcome });
+      if (outcome !== "promoted")
+        log.info({ deviceId: event.deviceId, playbackId, outcome }, "waiting playback not promoted");
+    }
+    if (waiting.length > 0)
+      log.info(
+        { deviceId: event.deviceId, gatewayId: event.gatewayId, waiting: waiting.length },
+        "lamp back",
+      );
   }
 
   private async applyAck(event: AckEvent): Promise<void> {
@@ -47,8 +64,9 @@ export class LampEventHandler {
 
   /**
    * A new, explicit playback of a stored result, sent once. Results are looked up only under the event's device,
-   * so a device can never replay another device's result. It goes to the newest member's voice target; a failed
-   * or cancelled result is not spoken on request either (recorded as a suppressed playback).
+   * so a device can never replay another device's result. It goes to the voice target the Lamp named, else to that
+   * of the device's latest run, else to the newest member's. A result that is not to be spoken on request either
+   * (repeatBlocker) is recorded as a suppressed playback.
    */
   private async repeat(event: RepeatEvent): Promise<void> {
     const { reader, store, queue, metrics, log } = this.options;
@@ -63,13 +81,11 @@ export class LampEventHandler {
       metrics.ignoredLampEvents.inc({ reason: "repeat_not_owner" });
       return;
     }
-    const newest = newestMember(await reader.memberRuns(event.deviceId, result));
-    const reason: PlaybackReason | undefined =
-      result.outcome === "failed"
-        ? "failed_result"
-        : result.outcome === "cancelled"
-          ? "cancelled_result"
-          : undefined;
+    const reason = repeatBlocker(result.outcome, await store.outboxEntry(event.deviceId, resultKey));
+    const voiceTargetId =
+      event.voiceTargetId ??
+      (await reader.latestRunVoiceTarget(event.deviceId)) ??
+      newestMember(await reader.memberRuns(event.deviceId, result)).voiceTargetId;
     const created = await store.createRepeat(
       {
         deviceId: event.deviceId,
@@ -78,7 +94,7 @@ export class LampEventHandler {
         resultId: result.resultId,
         state: reason ? "suppressed" : "queued",
         reason,
-        voiceTargetId: newest.voiceTargetId,
+        voiceTargetId,
         text: renderSpeech(result.fullText, { maxChars: this.options.speechMaxChars }),
       },
       Date.now(),

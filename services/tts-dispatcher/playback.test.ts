@@ -7,7 +7,6 @@ import { PlaybackQueue } from "./playback/playback-queue.js";
 import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
 import { OsStoreFixture, StreamLamp } from "../../test/tts/os-store-fixture.js";
 import { startTtsDispatcher } from "../../test/tts/tts-service.js";
-import { sleep } from "../../libs/timing/sleep.js";
 
 let t: TestRedis;
 let os: OsStoreFixture;
@@ -42,6 +41,14 @@ const outboxIn = (deviceId: string, resultKey: string, ...states: string[]) =>
 const startsFor = async (deviceId: string) =>
   (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId);
 const attemptsMade = async (jobId: string) => (await Job.fromId(jobs, jobId))?.attemptsMade ?? 0;
+/** The playback's job is delayed, waiting for the Lamp, and indexed as such for the device. */
+const waitingForLamp = (deviceId: string, playbackId: string) =>
+  waitFor(
+    async () =>
+      (await os.awaitingLamp(deviceId)).includes(playbackId) &&
+      (await Job.fromId(jobs, playbackJobId(deviceId, playbackId)))?.isDelayed(),
+    Boolean,
+  );
 const metricsText = async () => (await fetch(`${service?.url}/metrics`)).text();
 
 async function resolvedFor(
@@ -89,11 +96,11 @@ describe("lamp-playback worker", () => {
     await os.setPresence(deviceId);
     lamp = new StreamLamp(os, "reject").start();
     const resultKey = await resolvedFor(deviceId, "r-reject", { runId: "a", createdAt: 1 });
-    expect(await outboxIn(deviceId, resultKey, "failed")).toMatchObject({
-      state: "failed",
-      reason: "lamp_rejected",
-      lastAck: "rejected",
-    });
+    const entry = await outboxIn(deviceId, resultKey, "failed");
+    expect(entry).toMatchObject({ state: "failed", reason: "lamp_rejected", lastAck: "rejected" });
+    expect(await os.runUpdates(deviceId)).toEqual([
+      expect.objectContaining({ change: "playback", reason: "lamp_rejected", playbackId: entry?.playbackId }),
+    ]);
   });
 
   it("leaves a playback uncertain when its ack is lost and never sends it again, even after a restart", async () => {
@@ -104,6 +111,14 @@ describe("lamp-playback worker", () => {
     const entry = await outboxIn(deviceId, resultKey, "uncertain");
     expect(entry).toMatchObject({ state: "uncertain", reason: "ack_timeout" });
     expect(entry?.uncertainAt).toBeGreaterThanOrEqual(entry?.sendingAt ?? Infinity);
+    expect(await os.runUpdates(deviceId)).toEqual([
+      expect.objectContaining({
+        runId: "a",
+        change: "playback",
+        reason: "ack_timeout",
+        playbackId: entry?.playbackId,
+      }),
+    ]);
 
     await service?.stop();
     service = await startTtsDispatcher(t);
@@ -126,15 +141,27 @@ describe("lamp-playback worker", () => {
     expect(await startsFor(deviceId)).toHaveLength(1);
   });
 
-  it("retries while no Lamp is connected and sends once the Lamp is back", async () => {
+  it("waits while no Lamp is connected, spending no attempt, and is spoken once within a second of lamp.connected", async () => {
     const deviceId = newDevice();
     lamp = new StreamLamp(os).start();
     const resultKey = await resolvedFor(deviceId, "r-offline-then-online", { runId: "a", createdAt: 1 });
-    await outboxIn(deviceId, resultKey, "queued");
-    await sleep(60);
-    await os.setPresence(deviceId);
-    expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({ state: "played" });
+    const playbackId = String((await outboxIn(deviceId, resultKey, "queued"))?.playbackId);
+    expect(await waitingForLamp(deviceId, playbackId)).toBe(true);
+    expect(await attemptsMade(playbackJobId(deviceId, playbackId))).toBe(0);
+
+    // The service re-checks only every 30 s (the default): being spoken within a second is the reconnect's doing.
+    const connectedAt = Date.now();
+    await os.lampConnected(deviceId);
+    const entry = await waitFor(
+      () => os.outbox(deviceId, resultKey),
+      (value) => value?.state === "played",
+      { timeoutMs: 1_000 },
+    );
+    expect(entry).toMatchObject({ state: "played" });
+    expect((entry?.sendingAt ?? Infinity) - connectedAt).toBeLessThan(1_000);
     expect(await startsFor(deviceId)).toHaveLength(1);
+    expect(await os.awaitingLamp(deviceId)).toEqual([]);
+    expect(await metricsText()).toMatch(/tts_playback_lamp_wakes_total\{outcome="promoted"\} [1-9]/);
   });
 
   it("never sends into the stream of a gateway without heartbeat (SIGKILLed, presence left behind)", async () => {
@@ -142,59 +169,48 @@ describe("lamp-playback worker", () => {
     lamp = new StreamLamp(os).start();
     await os.setPresence(deviceId, "gw-killed", { alive: false });
     const resultKey = await resolvedFor(deviceId, "r-dead-gateway", { runId: "a", createdAt: 1 });
-    const queued = await outboxIn(deviceId, resultKey, "queued");
-    const job = playbackJobId(deviceId, String(queued?.playbackId));
-    // Two attempts have found the gateway dead (each one retried), with attempts left for when the Lamp is back.
-    expect(
-      await waitFor(
-        () => attemptsMade(job),
-        (made) => made >= 2,
-      ),
-    ).toBeGreaterThanOrEqual(2);
+    const playbackId = String((await outboxIn(deviceId, resultKey, "queued"))?.playbackId);
+    // A dead holder counts as no Lamp: the playback waits, its attempts untouched, for the Lamp to be back.
+    expect(await waitingForLamp(deviceId, playbackId)).toBe(true);
+    expect(await attemptsMade(playbackJobId(deviceId, playbackId))).toBe(0);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "queued" });
     expect(await os.deliveries("gw-killed")).toEqual([]);
 
-    await os.setPresence(deviceId); // the Lamp reconnected to a live gateway
+    await os.lampConnected(deviceId); // the Lamp reconnected to a live gateway
     expect(await outboxIn(deviceId, resultKey, "played")).toMatchObject({ state: "played" });
     expect(await startsFor(deviceId)).toHaveLength(1);
   });
 
-  it("ends failed with lamp_offline after its bounded attempts when no Lamp ever connects", async () => {
-    const deviceId = newDevice();
-    const resultKey = await resolvedFor(deviceId, "r-offline", { runId: "a", createdAt: 1 });
-    expect(await outboxIn(deviceId, resultKey, "failed")).toMatchObject({
-      state: "failed",
-      reason: "lamp_offline",
-    });
-    expect(await startsFor(deviceId)).toHaveLength(0);
-    expect(await metricsText()).toMatch(/tts_outbox_transitions_total\{state="failed"\} [1-9]/);
-  });
-
-  it("suppresses as expired when the voice target expires before the worker can send", async () => {
+  it("waits for the Lamp only until the voice target expires, then suppresses it expired and tells its run", async () => {
     const deviceId = newDevice();
     const resultKey = await resolvedFor(deviceId, "r-expires-while-offline", {
       runId: "a",
       createdAt: 1,
-      voiceTargetExpiresAt: Date.now() + 150,
+      voiceTargetExpiresAt: Date.now() + 400,
     });
-    await outboxIn(deviceId, resultKey, "queued");
-    await sleep(200);
-    await os.setPresence(deviceId);
-    expect(await outboxIn(deviceId, resultKey, "suppressed")).toMatchObject({
-      state: "suppressed",
-      reason: "expired",
-    });
+    const playbackId = String((await outboxIn(deviceId, resultKey, "queued"))?.playbackId);
+    expect(await waitingForLamp(deviceId, playbackId)).toBe(true);
+    const entry = await outboxIn(deviceId, resultKey, "suppressed");
+    expect(entry).toMatchObject({ state: "suppressed", reason: "expired" });
     expect(await startsFor(deviceId)).toHaveLength(0);
+    expect(await os.awaitingLamp(deviceId)).toEqual([]);
+    expect(await os.runUpdates(deviceId)).toEqual([
+      expect.objectContaining({ runId: "a", change: "suppressed", reason: "expired", playbackId }),
+    ]);
   });
 
-  it("suppresses as cancelled when the newest run is cancelled before the worker can send", async () => {
+  it("suppresses as cancelled when the newest run is cancelled while it waits for the Lamp", async () => {
     const deviceId = newDevice();
     const resultKey = await resolvedFor(deviceId, "r-cancel-while-offline", { runId: "a", createdAt: 1 });
-    await outboxIn(deviceId, resultKey, "queued");
+    const playbackId = String((await outboxIn(deviceId, resultKey, "queued"))?.playbackId);
+    expect(await waitingForLamp(deviceId, playbackId)).toBe(true);
     await t.redis.hset(os.device(deviceId).run("a"), "cancelledAt", String(Date.now()));
-    await os.setPresence(deviceId);
+    await os.lampConnected(deviceId);
     expect(await outboxIn(deviceId, resultKey, "suppressed")).toMatchObject({ reason: "cancelled" });
     expect(await startsFor(deviceId)).toHaveLength(0);
+    expect(await os.runUpdates(deviceId)).toEqual([
+      expect.objectContaining({ runId: "a", change: "suppressed", reason: "cancelled", playbackId }),
+    ]);
   });
 
   it("counts and ignores an ack for an unknown playback", async () => {
@@ -247,18 +263,98 @@ describe("lamp-playback worker", () => {
     expect(await startsFor(owner)).toHaveLength(1);
   });
 
-  it("does not speak a failed result on playback.repeat either", async () => {
+  it("does not speak a failed result on playback.repeat either; only the default failure notice is spoken", async () => {
     const deviceId = newDevice();
     await os.setPresence(deviceId);
+    lamp = new StreamLamp(os).start();
     await os.seedRun(deviceId, { runId: "a", createdAt: 1 });
-    await os.seedResolvedResult(deviceId, { resultId: "r-failed-repeat", runIds: ["a"], outcome: "failed" });
+    const resultKey = await os.seedResolvedResult(deviceId, {
+      resultId: "r-failed-repeat",
+      runIds: ["a"],
+      outcome: "failed",
+      fullText: "Error: the build broke.",
+    });
+    const noticeId = String((await outboxIn(deviceId, resultKey, "suppressed"))?.noticePlaybackId);
+    await waitFor(
+      () => os.playback(deviceId, noticeId),
+      (playback) => playback?.state === "played",
+    );
     const repeatId = await os.requestRepeat(deviceId, "r-failed-repeat");
     const repeat = await waitFor(
       () => os.playback(deviceId, repeatId),
       (playback) => playback !== undefined,
     );
     expect(repeat).toMatchObject({ kind: "repeat", state: "suppressed", reason: "failed_result" });
-    expect(await startsFor(deviceId)).toHaveLength(0);
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
+    expect((await startsFor(deviceId)).map((start) => start.frame)).toEqual([
+      expect.objectContaining({
+        playbackId: noticeId,
+        text: "That task failed. The details are on the screen.",
+      }),
+    ]);
+  });
+
+  const neverSpokenRepeats = [
+    {
+      name: "does not speak a repeat of a result that went to several voice targets (mixed_destinations)",
+      runs: [
+        { runId: "a", createdAt: 1, voiceTargetId: "kitchen" },
+        { runId: "b", createdAt: 2, voiceTargetId: "desk" },
+      ],
+      reason: "mixed_destinations",
+    },
+    {
+      name: "does not speak a repeat of a result whose reply went to the display (not_voice_route)",
+      runs: [{ runId: "a", createdAt: 1, replyRoute: "display" as const }],
+      reason: "not_voice_route",
+    },
+  ];
+  for (const scenario of neverSpokenRepeats)
+    it(scenario.name, async () => {
+      const deviceId = newDevice();
+      await os.setPresence(deviceId);
+      for (const run of scenario.runs) await os.seedRun(deviceId, run);
+      const resultKey = await os.seedResolvedResult(deviceId, {
+        resultId: "r-not-for-voice",
+        runIds: scenario.runs.map((run) => run.runId),
+      });
+      await outboxIn(deviceId, resultKey, "suppressed");
+      const repeatId = await os.requestRepeat(deviceId, "r-not-for-voice", undefined, "kitchen");
+      expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
+      expect(await os.playback(deviceId, repeatId)).toMatchObject({
+        kind: "repeat",
+        state: "suppressed",
+        reason: scenario.reason,
+      });
+      expect(await startsFor(deviceId)).toHaveLength(0);
+    });
+
+  it("speaks a repeat to the voice target the Lamp names, else to that of the device's latest run", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    lamp = new StreamLamp(os).start();
+    const resultKey = await resolvedFor(deviceId, "r-repeat-target", { runId: "a", createdAt: 1 });
+    await outboxIn(deviceId, resultKey, "played");
+    await os.seedRun(deviceId, { runId: "later", createdAt: 2, voiceTargetId: "desk" });
+
+    const toLatest = await os.requestRepeat(deviceId, "r-repeat-target");
+    await waitFor(
+      () => os.playback(deviceId, toLatest),
+      (playback) => playback?.state === "played",
+    );
+    const toNamed = await os.requestRepeat(deviceId, "r-repeat-target", undefined, "hall");
+    await waitFor(
+      () => os.playback(deviceId, toNamed),
+      (playback) => playback?.state === "played",
+    );
+    const targets = (await startsFor(deviceId)).map((start) => [
+      start.frame.playbackId,
+      start.frame.voiceTargetId,
+    ]);
+    expect(targets.slice(1)).toEqual([
+      [toLatest, "desk"],
+      [toNamed, "hall"],
+    ]);
   });
 
   it("settles a playback whose job gives up before sending as failed worker_lost, never sending it", async () => {

@@ -12,6 +12,7 @@ export class TtsMetrics {
   readonly ignoredLampEvents: Counter<"reason">;
   readonly playbackStarts: Counter<"kind">;
   readonly ackWait: Histogram<"outcome">;
+  readonly lampWakes: Counter<"outcome">;
   private queueCounts: (() => Promise<Record<string, number>>) | undefined;
 
   private constructor(registry: Registry) {
@@ -50,6 +51,12 @@ export class TtsMetrics {
       help: "Time from playback.start to the Lamp's first ack (or the ack timeout).",
       labelNames: ["outcome"],
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    });
+    this.lampWakes = new Counter({
+      name: "tts_playback_lamp_wakes_total",
+      help: "Playbacks waiting for the Lamp woken by its lamp.connected: promoted, not_delayed (already due), missing (no job).",
+      labelNames: ["outcome"],
       registers: [registry],
     });
     const queueCounts = () => this.queueCounts?.();

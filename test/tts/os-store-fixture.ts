@@ -8,6 +8,7 @@ import {
   type OutboxEntry,
 } from "../../libs/contract/os-playback.js";
 import { QUEUE_CATALOG, STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import { runUpdateRecordSchema, type RunUpdateRecord } from "../../libs/contract/run-update.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
@@ -79,7 +80,9 @@ export class OsStoreFixture {
     };
     const hash = toHash(record);
     parseRunRecord(hash);
-    await this.redis.hset(this.device(deviceId).run(run.runId), hash);
+    const device = this.device(deviceId);
+    await this.redis.hset(device.run(run.runId), hash);
+    await this.redis.zadd(device.runs, run.createdAt, run.runId);
   }
 
   /** Stores the result as the run-resolver would and publishes its os.resolved. */
@@ -125,6 +128,30 @@ export class OsStoreFixture {
   async setPresence(deviceId: string, gatewayId = GATEWAY_ID, { alive = true } = {}): Promise<void> {
     await this.redis.set(this.keys.lampPresence(deviceId), gatewayId, "PX", 60_000);
     if (alive) await this.redis.set(this.keys.lampGatewayAlive(gatewayId), "1", "PX", 60_000);
+  }
+
+  /** A Lamp socket of the device opened, as the device-gateway records it: presence first, then `lamp.connected`. */
+  async lampConnected(deviceId: string, gatewayId = GATEWAY_ID): Promise<void> {
+    await this.setPresence(deviceId, gatewayId);
+    await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
+      kind: "lamp.connected",
+      deviceId,
+      gatewayId,
+      at: Date.now(),
+    });
+  }
+
+  /** The device's run.update log (`B:run-updates`), oldest first. */
+  async runUpdates(deviceId: string): Promise<RunUpdateRecord[]> {
+    const entries = await this.redis.xrange(this.device(deviceId).runUpdates, "-", "+");
+    return entries.map(([, fields]) =>
+      runUpdateRecordSchema.parse(JSON.parse(fields[fields.indexOf(PAYLOAD_FIELD) + 1] ?? "")),
+    );
+  }
+
+  /** Playbacks the tts-dispatcher's claim has indexed as waiting for the device's Lamp. */
+  async awaitingLamp(deviceId: string): Promise<string[]> {
+    return this.redis.zrange(this.device(deviceId).awaitingLamp, 0, -1);
   }
 
   async clearPresence(deviceId: string): Promise<void> {
@@ -180,6 +207,7 @@ export class OsStoreFixture {
     deviceId: string,
     resultId: string,
     playbackId = `repeat-${randomUUID()}`,
+    voiceTargetId?: string,
   ): Promise<string> {
     await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
       kind: "playback.repeat",
@@ -187,6 +215,7 @@ export class OsStoreFixture {
       requestId: randomUUID(),
       playbackId,
       resultId,
+      voiceTargetId,
       at: Date.now(),
     });
     return playbackId;

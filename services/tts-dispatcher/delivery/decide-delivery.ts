@@ -1,4 +1,4 @@
-import type { PlaybackReason } from "../../../libs/contract/os-playback.js";
+import type { OutboxEntry, PlaybackReason } from "../../../libs/contract/os-playback.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
 import type { MemberRun } from "../store/os-store-reader.js";
 
@@ -37,6 +37,22 @@ function routeBlocker(
   if (new Set(runs.map((run) => run.voiceTargetId)).size > 1) return "mixed_destinations";
   if (newest.replyRoute !== "voice") return "not_voice_route";
   if (newest.voiceTargetExpiresAt <= now) return "expired";
+  return undefined;
+}
+
+/**
+ * Why a "say that again" of a stored result is not spoken, if it is not: a failed or cancelled outcome, or an answer
+ * that was never for a voice (its outbox entry suppressed as mixed_destinations or not_voice_route). Expiry and
+ * cancels do not count: repeating is what the Lamp asked for, now, to the target it names.
+ */
+export function repeatBlocker(
+  outcome: Outcome,
+  outbox: Pick<OutboxEntry, "state" | "reason"> | undefined,
+): SuppressionReason | undefined {
+  if (outcome === "failed") return "failed_result";
+  if (outcome === "cancelled") return "cancelled_result";
+  if (outbox?.state !== "suppressed") return undefined;
+  if (outbox.reason === "mixed_destinations" || outbox.reason === "not_voice_route") return outbox.reason;
   return undefined;
 }
 

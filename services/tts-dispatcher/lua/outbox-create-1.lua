@@ -2,7 +2,9 @@
 -- An existing entry wins: a redelivered os.resolved changes nothing and learns what to (re-)enqueue.
 -- ARGV: resultKey, now, deviceId, resultId, state (queued|suppressed), reason, speechText, voiceTargetId,
 --       playbackId, voiceTargetExpiresAt, newestRunId, noticePlaybackId, noticeText
+-- A result created `suppressed` is a run.update `suppressed` (with the reason) for each of its member runs.
 -- Returns {created 0|1, outbox state, playbackId, noticePlaybackId, notice state}.
+--!include result-run-updates.lua
 local base = KEYS[1]
 local resultKey, now, deviceId, resultId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local state, reason, speechText, voiceTargetId = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -38,4 +40,5 @@ for field, value in pairs({reason = reason, playbackId = playbackId, noticePlayb
 end
 if playbackId ~= '' then createPlayback(playbackId, 'answer', speechText) end
 if noticeId ~= '' then createPlayback(noticeId, 'notice', noticeText) end
+if state == 'suppressed' then emit_for_result_members(base, resultKey, 'suppressed', reason, '', now) end
 return {1, state, playbackId, noticeId, playbackState(noticeId)}

@@ -1,8 +1,25 @@
-import { Queue, type ConnectionOptions } from "bullmq";
+import { Job, Queue, type ConnectionOptions } from "bullmq";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackKind } from "../../../libs/contract/os-playback.js";
 import { playbackJobId } from "./playback-ids.js";
+
+/** What waking a playback job found: delayed (now promoted), already waiting/active/finished, or no job at all. */
+export type WakeOutcome = "promoted" | "not_delayed" | "missing";
+
+/**
+ * Promotes a job delayed while it waits for the Lamp. A job that is no longer delayed (promoted by someone else, or
+ * its delay just ran out) is left as it is; any other failure is thrown.
+ */
+export async function promoteIfDelayed(job: Job): Promise<WakeOutcome> {
+  try {
+    await job.promote();
+    return "promoted";
+  } catch (error) {
+    if (await job.isDelayed()) throw error;
+    return "not_delayed";
+  }
+}
 
 export interface PlaybackQueueSettings {
   connection: ConnectionOptions;
@@ -37,6 +54,12 @@ export class PlaybackQueue {
       removeOnFail: retention,
     });
     return jobId;
+  }
+
+  /** Wakes the playback's job if it is delayed waiting for the Lamp, so it claims at once. */
+  async wake(deviceId: string, playbackId: string): Promise<WakeOutcome> {
+    const job = await Job.fromId(this.queue, playbackJobId(deviceId, playbackId));
+    return job ? promoteIfDelayed(job) : "missing";
   }
 
   counts(): Promise<Record<string, number>> {

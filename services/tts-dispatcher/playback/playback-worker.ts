@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
@@ -11,15 +11,7 @@ import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../../libs/test-support/crash-point.js";
 import type { PlaybackStore, StepResult } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
-
-/** No Lamp connection: the command provably did not reach the Lamp, so BullMQ may retry it. */
-export class LampOfflineError extends Error {
-  readonly code = "LAMP_OFFLINE";
-  constructor(deviceId: string) {
-    super(`LAMP_OFFLINE: no live Lamp connection for ${deviceId}`);
-    this.name = "LampOfflineError";
-  }
-}
+import { promoteIfDelayed } from "./playback-queue.js";
 
 export interface PlaybackWorkerOptions {
   connection: ConnectionOptions;
@@ -31,6 +23,10 @@ export interface PlaybackWorkerOptions {
   log: Logger;
   concurrency: number;
   ackTimeoutMs: number;
+  /** While no Lamp is connected, a waiting job checks again after at most this long. */
+  offlineRecheckMs: number;
+  /** How long a repeat may wait for the Lamp. */
+  repeatWaitMs: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
   crashPoint: CrashPoint;
@@ -41,22 +37,28 @@ const ACK_POLL_MS = 25;
 /**
  * Sends one playback to the Lamp at most once: claim (queued → sending, atomically with the presence check), write
  * playback.start to the gateway holding the socket, wait for `started`. A playback found already `sending` was
- * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came.
+ * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came. With no
+ * Lamp connected the job waits, delayed without spending an attempt, until the claim says to check again or a
+ * `lamp.connected` wakes it.
  */
 export class PlaybackWorker {
   private readonly worker: Worker<PlaybackJob>;
   private stopping = false;
 
   constructor(private readonly options: PlaybackWorkerOptions) {
-    this.worker = new Worker<PlaybackJob>(QUEUE_CATALOG.lampPlayback.name, (job) => this.process(job), {
-      connection: options.connection,
-      prefix: options.prefix,
-      concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs,
-      stalledInterval: options.stalledIntervalMs,
-      maxStalledCount: 3,
-      autorun: false,
-    });
+    this.worker = new Worker<PlaybackJob>(
+      QUEUE_CATALOG.lampPlayback.name,
+      (job, token) => this.process(job, token),
+      {
+        connection: options.connection,
+        prefix: options.prefix,
+        concurrency: options.concurrency,
+        lockDuration: options.lockDurationMs,
+        stalledInterval: options.stalledIntervalMs,
+        maxStalledCount: 3,
+        autorun: false,
+      },
+    );
     this.worker.on("failed", (job, error) => void this.onFailed(job, error));
     this.worker.on("error", (error) =>
       options.log.warn({ err: errorMessage(error) }, "playback worker error"),
@@ -77,7 +79,7 @@ export class PlaybackWorker {
     await this.worker.close();
   }
 
-  private async process(job: Job<PlaybackJob>): Promise<void> {
+  private async process(job: Job<PlaybackJob>, token: string | undefined): Promise<void> {
     const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
     const { store, log } = this.options;
     const playback = await store.playback(deviceId, playbackId);
@@ -88,32 +90,55 @@ export class PlaybackWorker {
     // Cannot happen for playbacks this service creates; fail before claiming so it ends failed, not uncertain.
     if (!playback.voiceTargetId)
       throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
-    const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    const deadGateway = await this.deadPresenceHolder(deviceId);
+    const presence = await this.presence(deviceId);
     const claim = await store.step(
       deviceId,
       playbackId,
-      { op: "claim", finalAttempt, deadGateway },
+      {
+        op: "claim",
+        deadGateway: presence && !presence.alive ? presence.gatewayId : "",
+        offlineRecheckMs: this.options.offlineRecheckMs,
+        repeatWaitMs: this.options.repeatWaitMs,
+      },
       Date.now(),
     );
     this.record(claim);
-    if (claim.verdict === "offline") throw new LampOfflineError(deviceId);
+    if (claim.verdict === "offline" && claim.waitUntil !== undefined)
+      return this.waitForLamp(job, token, { deviceId, playbackId }, claim.waitUntil);
     if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
     await this.send(playback, playback.voiceTargetId, claim.gatewayId);
   }
 
   /**
-   * The gateway instance the device's presence key names when that instance has no heartbeat: a SIGKILLed gateway
-   * leaves its presence keys until their TTL, and a playback sent into its stream would be lost, not delivered.
-   * Read before the claim; the claim compares it with the presence it reads atomically, so a Lamp that meanwhile
-   * reconnected to a live instance is sent to at once.
+   * Parks the job until `waitUntil` without spending an attempt (BullMQ's manual delay skips the attempt count). A
+   * Lamp that connected between the claim and the move found the job not yet delayed and could not wake it: the
+   * presence it set first is seen here, and the job wakes itself.
    */
-  private async deadPresenceHolder(deviceId: string): Promise<string> {
-    const { redis, keys } = this.options;
-    const holder = await redis.get(keys.lampPresence(deviceId));
-    if (holder === null || (await redis.exists(keys.lampGatewayAlive(holder))) === 1) return "";
-    this.options.log.info({ deviceId, gateway: holder }, "lamp presence names a gateway without heartbeat");
-    return holder;
+  private async waitForLamp(
+    job: Job<PlaybackJob>,
+    token: string | undefined,
+    { deviceId, playbackId }: PlaybackJob,
+    waitUntil: number,
+  ): Promise<never> {
+    await job.moveToDelayed(waitUntil, token);
+    this.options.log.info({ deviceId, playbackId, waitUntil }, "playback waits for the Lamp");
+    if ((await this.presence(deviceId))?.alive) await promoteIfDelayed(job);
+    throw new DelayedError();
+  }
+
+  /**
+   * The gateway instance the device's presence key names, and whether that instance has a heartbeat: a SIGKILLed
+   * gateway leaves its presence keys until their TTL, and a playback sent into its stream would be lost, not
+   * delivered. Read before the claim; the claim compares a dead holder with the presence it reads atomically, so a
+   * Lamp that meanwhile reconnected to a live instance is sent to at once.
+   */
+  private async presence(deviceId: string): Promise<{ gatewayId: string; alive: boolean } | undefined> {
+    const { redis, keys, log } = this.options;
+    const gatewayId = await redis.get(keys.lampPresence(deviceId));
+    if (gatewayId === null) return undefined;
+    const alive = (await redis.exists(keys.lampGatewayAlive(gatewayId))) === 1;
+    if (!alive) log.info({ deviceId, gateway: gatewayId }, "lamp presence names a gateway without heartbeat");
+    return { gatewayId, alive };
   }
 
   private async send(playback: PlaybackRecord, voiceTargetId: string, gatewayId: string): Promise<void> {

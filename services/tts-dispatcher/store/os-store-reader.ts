@@ -52,6 +52,15 @@ export class OsStoreReader {
     return resultKey ?? undefined;
   }
 
+  /** The voice target of the device's most recent run (`B:runs`, scored by createdAt), if it has one. */
+  async latestRunVoiceTarget(deviceId: string): Promise<string | undefined> {
+    const device = new OsDeviceKeys(this.keys, deviceId);
+    const [runId] = await this.redis.zrevrange(device.runs, 0, 0);
+    if (runId === undefined) return undefined;
+    const voiceTargetId = await this.redis.hget(device.run(runId), "voiceTargetId");
+    return runRecordSchema.shape.voiceTargetId.optional().parse(voiceTargetId ?? undefined);
+  }
+
   async memberRuns(deviceId: string, result: StoredResult): Promise<MemberRun[]> {
     const device = new OsDeviceKeys(this.keys, deviceId);
     const pipeline = this.redis.pipeline();

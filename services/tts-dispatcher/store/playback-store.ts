@@ -52,9 +52,12 @@ export interface NewRepeatPlayback {
 export type StepOperation =
   | {
       op: "claim";
-      finalAttempt: boolean;
       /** The gateway instance the presence key named while it had no heartbeat ("" when none). */
       deadGateway: string;
+      /** With no Lamp, check again after at most this long (sooner when the voice target expires first). */
+      offlineRecheckMs: number;
+      /** How long after its request a repeat may wait for the Lamp before it ends `failed` / `lamp_offline`. */
+      repeatWaitMs: number;
     }
   | { op: "ack-timeout" }
   | { op: "abandon" }
@@ -67,13 +70,16 @@ const stepResultSchema = z
     z.union([playbackReasonSchema, z.literal("")]),
     z.union([playbackKindSchema, z.literal("")]),
     z.string(),
+    z.union([z.string().regex(/^\d+$/).transform(Number), z.literal("")]),
   ])
-  .transform(([verdict, state, reason, kind, gatewayId]) => ({
+  .transform(([verdict, state, reason, kind, gatewayId, waitUntil]) => ({
     verdict,
     state: state || undefined,
     reason: reason || undefined,
     kind: kind || undefined,
     gatewayId: gatewayId || undefined,
+    /** With `offline`: when the job checks for the Lamp again (epoch ms). */
+    waitUntil: waitUntil === "" ? undefined : waitUntil,
   }));
 export type StepResult = z.infer<typeof stepResultSchema>;
 
@@ -168,20 +174,20 @@ export class PlaybackStore {
     operation: StepOperation,
     now: number,
   ): Promise<StepResult> {
-    const arg =
+    const args =
       operation.op === "claim"
-        ? operation.finalAttempt
-          ? "final"
-          : ""
-        : operation.op === "ack"
-          ? operation.ack
-          : "";
-    const deadGateway = operation.op === "claim" ? operation.deadGateway : "";
+        ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs]
+        : [operation.op === "ack" ? operation.ack : ""];
     return playbackStep.run(
       this.redis,
       [this.device(deviceId).base],
-      [operation.op, playbackId, now, arg, deadGateway],
+      [operation.op, playbackId, now, ...args],
     );
+  }
+
+  /** The device's playbacks whose jobs wait for its Lamp to connect. */
+  async awaitingLamp(deviceId: string): Promise<string[]> {
+    return this.redis.zrange(this.device(deviceId).awaitingLamp, 0, -1);
   }
 
   async playback(deviceId: string, playbackId: string): Promise<PlaybackRecord | undefined> {
