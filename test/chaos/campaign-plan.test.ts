@@ -2,7 +2,17 @@ import { describe, expect, it } from "vitest";
 import { planCampaign, RESULTS_PER_TURN } from "../../tools/chaos/campaign-plan.js";
 import { Prng } from "../../tools/chaos/prng.js";
 
-const options = { seed: "plan-seed", results: 120, resultsPerFault: 10, agentReplicas: 1 };
+const options = {
+  seed: "plan-seed",
+  results: 120,
+  resultsPerFault: 10,
+  agentReplicas: 1,
+  cancelShare: 0.1,
+  outages: 2,
+  outageMs: 65_000,
+  voiceTargetTtlMs: 90_000,
+  runDeadlineGraceMs: 15_000,
+};
 
 describe("campaign plan", () => {
   it("the same seed gives the same traffic and fault schedule", () => {
@@ -35,13 +45,48 @@ describe("campaign plan", () => {
 
   it("the schedule covers every fault kind, in firing order, inside the traffic", () => {
     const plan = planCampaign(options);
-    expect(plan.faults).toHaveLength(12);
+    expect(plan.faults).toHaveLength(12 + 2);
     expect(new Set(plan.faults.map((f) => f.action.kind))).toEqual(
-      new Set(["kill-service", "restart-redis", "lamp-drop", "lamp-ack-late", "lamp-no-ack"]),
+      new Set(["kill-service", "restart-redis", "lamp-drop", "lamp-ack-late", "lamp-no-ack", "lamp-outage"]),
     );
     const order = plan.faults.map((f) => f.afterTurn * 10_000 + f.delayMs);
     expect(order).toEqual([...order].sort((a, b) => a - b));
     for (const fault of plan.faults) expect(fault.afterTurn).toBeLessThan(plan.turns.length);
+  });
+
+  it("plans the requested number of long outages, each as long as asked, on a Lamp's own track", () => {
+    const plan = planCampaign({ ...options, outages: 3, outageMs: 70_000 });
+    const outages = plan.faults.filter((f) => f.action.kind === "lamp-outage");
+    expect(outages).toHaveLength(3);
+    for (const fault of outages)
+      expect(fault).toMatchObject({
+        track: `lamp:${fault.action.kind === "lamp-outage" ? fault.action.deviceId : ""}`,
+        action: { downMs: 70_000 },
+      });
+    expect(planCampaign({ ...options, outages: 0 }).faults.some((f) => f.action.kind === "lamp-outage")).toBe(
+      false,
+    );
+  });
+
+  it("cancels the requested share of turns, at both moments, never together with a repeat", () => {
+    const plan = planCampaign({ ...options, cancelShare: 0.2 });
+    const cancelled = plan.turns.filter((turn) => turn.cancel);
+    expect(cancelled).toHaveLength(Math.round(plan.turns.length * 0.2));
+    expect(new Set(cancelled.map((turn) => turn.cancel?.moment))).toEqual(
+      new Set(["pending", "after-result"]),
+    );
+    for (const turn of cancelled) {
+      expect(turn.askRepeat).toBe(false);
+      expect(turn.cancel?.input).toBeLessThan(turn.inputs.length);
+    }
+    expect(planCampaign({ ...options, cancelShare: 0 }).turns.some((turn) => turn.cancel)).toBe(false);
+  });
+
+  it("ordinary voice targets live for the planned TTL and the plan carries the run deadline", () => {
+    const plan = planCampaign(options);
+    const expiries = new Set(plan.turns.flatMap((turn) => turn.inputs.map((input) => input.expiresInMs)));
+    expect(expiries).toEqual(new Set([90_000, 200]));
+    expect(plan.deadlines).toMatchObject({ voiceTargetTtlMs: 90_000, graceMs: 15_000 });
   });
 });
 

@@ -75,6 +75,18 @@ export interface PlannedInput {
   expiresInMs: number;
 }
 
+/**
+ * When the user cancels: `pending` right after the OS registered the run (the engine may still be working),
+ * `after-result` as soon as the Lamp hears the run resolved (its answer may be about to play).
+ */
+export type CancelMoment = "pending" | "after-result";
+
+export interface PlannedCancel {
+  /** Which of the turn's inputs is cancelled (in a pair, the older one's cancel does not silence the group). */
+  input: number;
+  moment: CancelMoment;
+}
+
 /** One exchange of a device with an agent: one input, or a pair sent back to back (steering / queueing). */
 export interface PlannedTurn {
   index: number;
@@ -83,12 +95,16 @@ export interface PlannedTurn {
   inputs: PlannedInput[];
   /** After the answer, the user asks "say that again" (an explicit repeat, never a duplicate). */
   askRepeat: boolean;
+  /** The user cancels one of the turn's runs (never together with a repeat). */
+  cancel?: PlannedCancel;
 }
 
 export type FaultAction =
   | { kind: "kill-service"; service: ServiceName; downMs: number }
   | { kind: "restart-redis"; downMs: number }
   | { kind: "lamp-drop"; deviceId: string; downMs: number }
+  /** A long outage: the socket is dropped (or closed with a handshake) and the Lamp stays away for `downMs`. */
+  | { kind: "lamp-outage"; deviceId: string; downMs: number; ending: "drop" | "close" }
   | { kind: "lamp-ack-late"; deviceId: string; delayMs: number; windowMs: number }
   | { kind: "lamp-no-ack"; deviceId: string; windowMs: number };
 export type FaultKind = FaultAction["kind"];
@@ -108,6 +124,16 @@ export interface PlannedFault {
   action: FaultAction;
 }
 
+/** The timing every run must end within: `voiceTargetExpiresAt + graceMs + settleMs` (invariants.ts). */
+export interface RunDeadlines {
+  /** How long an ordinary voice target stays valid after the Lamp first sends its request. */
+  voiceTargetTtlMs: number;
+  /** The router's RUN_DEADLINE_GRACE_MS: a pending run ends `unknown` this long after its target expired. */
+  graceMs: number;
+  /** Allowance for the router's deadline sweep, and for a router or Redis that a fault took down at that moment. */
+  settleMs: number;
+}
+
 export interface CampaignPlan {
   seed: string;
   results: number;
@@ -115,6 +141,7 @@ export interface CampaignPlan {
   agents: ChaosAgent[];
   turns: PlannedTurn[];
   faults: PlannedFault[];
+  deadlines: RunDeadlines;
 }
 
 export interface PlanOptions {
@@ -125,17 +152,29 @@ export interface PlanOptions {
   resultsPerFault: number;
   /** Engines per agent kind (see chaosAgents); more replicas, more parallel traffic. */
   agentReplicas: number;
+  /** Share of turns in which the user cancels one run (0–1). */
+  cancelShare: number;
+  /** Long Lamp outages, on top of the `resultsPerFault` faults. */
+  outages: number;
+  /** Length of each long outage (a Lamp away for longer than a minute, then resuming its run.update feed). */
+  outageMs: number;
+  voiceTargetTtlMs: number;
+  runDeadlineGraceMs: number;
 }
 
 const AGENT_WEIGHTS: Record<AnswerStyle, number> = { each: 4, fold: 3, queue: 2.5 };
-const FAULT_WEIGHTS: Record<FaultKind, number> = {
+/** Long outages are planned by count (PlanOptions.outages), never drawn at random. */
+type DrawnFaultKind = Exclude<FaultKind, "lamp-outage">;
+const FAULT_WEIGHTS: Record<DrawnFaultKind, number> = {
   "kill-service": 45,
   "restart-redis": 10,
   "lamp-drop": 20,
   "lamp-ack-late": 13,
   "lamp-no-ack": 12,
 };
-const FAULT_KINDS = Object.keys(FAULT_WEIGHTS) as FaultKind[];
+const FAULT_KINDS = Object.keys(FAULT_WEIGHTS) as DrawnFaultKind[];
+/** Sweep interval of the router's deadline check plus a fault (router kill, Redis restart) hitting it. */
+const RUN_END_SETTLE_MS = 15_000;
 
 /** The whole campaign as data: the same seed and sizes always give the same traffic and fault schedule. */
 export function planCampaign(options: PlanOptions): CampaignPlan {
@@ -145,9 +184,25 @@ export function planCampaign(options: PlanOptions): CampaignPlan {
     (_, index) => `lamp-${index + 1}`,
   );
   const agents = chaosAgents(options.agentReplicas);
-  const turns = planTurns(root.fork("traffic"), devices, agents, options);
+  const turns = planCancels(
+    root.fork("cancels"),
+    planTurns(root.fork("traffic"), devices, agents, options),
+    options,
+  );
   const faults = planFaults(root.fork("faults"), devices, turns.length, options);
-  return { seed: options.seed, results: options.results, devices, agents, turns, faults };
+  return {
+    seed: options.seed,
+    results: options.results,
+    devices,
+    agents,
+    turns,
+    faults,
+    deadlines: {
+      voiceTargetTtlMs: options.voiceTargetTtlMs,
+      graceMs: options.runDeadlineGraceMs,
+      settleMs: RUN_END_SETTLE_MS,
+    },
+  };
 }
 
 function planTurns(
@@ -169,6 +224,7 @@ function planTurns(
     const inputs = Array.from({ length: pair ? 2 : 1 }, (_, k) =>
       planInput(random, `chaos ${options.seed} turn ${index} input ${k + 1}: ${agent.agentId}`, {
         voiceTargetId: mixedTargets && k === 1 ? "target-2" : "target-1",
+        voiceTargetTtlMs: options.voiceTargetTtlMs,
       }),
     );
     turns.push({ index, agentId: agent.agentId, deviceId, inputs, askRepeat: random.chance(0.05) });
@@ -177,13 +233,37 @@ function planTurns(
   return turns;
 }
 
-function planInput(random: Prng, text: string, fixed: { voiceTargetId: string }): PlannedInput {
+function planInput(
+  random: Prng,
+  text: string,
+  fixed: { voiceTargetId: string; voiceTargetTtlMs: number },
+): PlannedInput {
   const replyRoute = random.weighted({ voice: 92, display: 4, silent: 4 } satisfies Record<
     ReplyRoute,
     number
   >);
-  const expiresInMs = random.chance(0.03) ? 200 : 10 * 60_000;
+  const expiresInMs = random.chance(0.03) ? 200 : fixed.voiceTargetTtlMs;
   return { text, voiceTargetId: fixed.voiceTargetId, replyRoute, expiresInMs };
+}
+
+/**
+ * `cancelShare` of the turns (distinct, seeded) cancel one of their runs; the moments alternate, so even a small
+ * campaign cancels both a pending run and one whose answer is about to play. A cancelled turn asks no repeat.
+ */
+function planCancels(random: Prng, turns: PlannedTurn[], options: PlanOptions): PlannedTurn[] {
+  const count = Math.min(turns.length, Math.round(turns.length * options.cancelShare));
+  const chosen = shuffle(
+    random,
+    turns.map((turn) => turn.index),
+  ).slice(0, count);
+  const moments = new Map(
+    chosen.map((index, k): [number, CancelMoment] => [index, k % 2 === 0 ? "pending" : "after-result"]),
+  );
+  return turns.map((turn) => {
+    const moment = moments.get(turn.index);
+    if (moment === undefined) return turn;
+    return { ...turn, askRepeat: false, cancel: { input: random.int(0, turn.inputs.length - 1), moment } };
+  });
 }
 
 function planFaults(
@@ -195,20 +275,29 @@ function planFaults(
   const count = Math.max(1, Math.round(options.results / options.resultsPerFault));
   // The first faults cover every kind once (in a seeded order), so even a small campaign exercises each.
   const kinds = shuffle(random, [...FAULT_KINDS]);
-  const planned = Array.from({ length: count }, (_, k) => {
-    const kind = kinds[k] ?? random.weighted(FAULT_WEIGHTS);
-    return {
-      afterTurn: random.int(1, Math.max(1, turnCount - 1)),
-      delayMs: random.int(0, 2_000),
-      action: faultAction(random, kind, devices),
-    };
+  const moment = () => ({
+    afterTurn: random.int(1, Math.max(1, turnCount - 1)),
+    delayMs: random.int(0, 2_000),
   });
-  return planned
+  const drawn = Array.from({ length: count }, (_, k) => ({
+    ...moment(),
+    action: faultAction(random, kinds[k] ?? random.weighted(FAULT_WEIGHTS), devices),
+  }));
+  const outages = Array.from({ length: options.outages }, () => ({
+    ...moment(),
+    action: {
+      kind: "lamp-outage" as const,
+      deviceId: random.pick(devices),
+      downMs: options.outageMs,
+      ending: random.chance(0.5) ? ("drop" as const) : ("close" as const),
+    },
+  }));
+  return [...drawn, ...outages]
     .sort((a, b) => a.afterTurn - b.afterTurn || a.delayMs - b.delayMs)
     .map((fault, index) => ({ index, track: trackOf(fault.action), ...fault }));
 }
 
-function faultAction(random: Prng, kind: FaultKind, devices: string[]): FaultAction {
+function faultAction(random: Prng, kind: DrawnFaultKind, devices: string[]): FaultAction {
   switch (kind) {
     case "kill-service":
       return { kind, service: random.pick(SERVICE_NAMES), downMs: random.int(0, 3_000) };
@@ -253,6 +342,8 @@ export function describeFault(fault: PlannedFault): string {
       return `${at}: SIGKILL redis-server, restart after ${action.downMs} ms`;
     case "lamp-drop":
       return `${at}: drop ${action.deviceId}'s WebSocket, reconnect after ${action.downMs} ms`;
+    case "lamp-outage":
+      return `${at}: ${action.ending} ${action.deviceId}'s WebSocket, outage of ${action.downMs} ms, then resume run.updates`;
     case "lamp-ack-late":
       return `${at}: ${action.deviceId} acks ${action.delayMs} ms late for ${action.windowMs} ms`;
     case "lamp-no-ack":

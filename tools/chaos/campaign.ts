@@ -2,7 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { E2EStack, SERVICE_NAMES } from "../../test/e2e/stack.js";
-import { planCampaign, type CampaignPlan } from "./campaign-plan.js";
+import { planCampaign, type CampaignPlan, type PlanOptions } from "./campaign-plan.js";
 import { ChaosLamp } from "./chaos-lamp.js";
 import { drain, type DrainOutcome } from "./drain.js";
 import { FaultController, type AppliedFault, type UnplannedExit } from "./fault-controller.js";
@@ -10,16 +10,14 @@ import { readHistory } from "./history.js";
 import { checkHistory, type CampaignVerdict } from "./invariants.js";
 import { TrafficGenerator, TrafficProgress, type TrafficFigures } from "./traffic.js";
 
-export interface CampaignOptions {
-  seed: string;
-  results: number;
-  /** One fault per this many results, on average. */
-  resultsPerFault: number;
-  agentReplicas: number;
+export interface CampaignOptions extends PlanOptions {
   /** Upper bound of the wait for the system to settle after the faults stopped. */
   drainMaxMs: number;
   log: (line: string) => void;
-  /** Where to keep the service logs and every received playback.start for a post-mortem (none when absent). */
+  /**
+   * Where to keep the service logs, every received playback.start and every Lamp's run.update feed for a
+   * post-mortem (none when absent).
+   */
   artifactsDir?: string;
 }
 
@@ -35,9 +33,11 @@ export interface CampaignOutcome {
 
 /**
  * Tight timings so recovery happens within seconds: a killed tts worker's job is re-run after 5 s, unsent
- * reservations are swept after 2 s, and the per-connection rate limit is out of the way (faults are the subject).
+ * reservations are swept after 2 s, a playback waiting for its Lamp rechecks every 5 s, and the per-connection rate
+ * limit is out of the way (faults are the subject). The run deadline grace comes from the plan.
  */
 const CHAOS_ENV: Record<string, string> = {
+  PLAYBACK_OFFLINE_RECHECK_MS: "5000",
   PLAYBACK_LOCK_DURATION_MS: "5000",
   PLAYBACK_STALLED_INTERVAL_MS: "2500",
   DISPATCH_SWEEP_MIN_AGE_MS: "2000",
@@ -49,8 +49,8 @@ const CHAOS_ENV: Record<string, string> = {
 
 /**
  * The fault campaign: every service its own process on a private redis-server (AOF, fsync always), seeded voice
- * traffic from several Lamps to Claude and Codex engine-sim agents while the fault schedule kills and restarts
- * services and Redis and disturbs the Lamps; then the faults stop, the system drains, and the whole history is
+ * traffic from several Lamps to Claude and Codex engine-sim agents (some runs cancelled) while the fault schedule
+ * kills and restarts services and Redis and disturbs the Lamps (short drops, long outages, lost acks); then the faults stop, the system drains, and the whole history is
  * checked against the invariants.
  */
 export async function runCampaign(options: CampaignOptions): Promise<CampaignOutcome> {
@@ -58,7 +58,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
   const plan = planCampaign(options);
   options.log(
     `seed ${plan.seed}: ${plan.turns.length} turns for ${plan.results} results, ${plan.devices.length} lamps, ` +
-      `${plan.agents.length} agents, ${plan.faults.length} faults`,
+      `${plan.agents.length} agents, ${plan.faults.length} faults, ` +
+      `${plan.turns.filter((turn) => turn.cancel).length} cancels`,
   );
   const redisServer = await RedisServerProcess.start({ appendonly: true, appendfsync: "always" });
   let stack: E2EStack | undefined;
@@ -74,7 +75,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
         scenario,
         advanceRuntimes: false,
       })),
-      env: CHAOS_ENV,
+      env: { ...CHAOS_ENV, RUN_DEADLINE_GRACE_MS: String(plan.deadlines.graceMs) },
       // 21 engines and eight services starting at once on two cores, with other suites running beside them.
       startTimeoutMs: 180_000,
     });
@@ -97,9 +98,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
 
     for (const lamp of lamps.values()) lamp.setAckPolicy({ mode: "prompt" });
     await running.waitUntilReady();
-    const drained = await drain(running.redis, running.keys, lamps.values(), {
+    const drained = await drain(running.redis, running.keys, [...lamps.values()], {
       quietMs: 6_000,
       maxMs: options.drainMaxMs,
+      devices: plan.devices,
+      deadlines: plan.deadlines,
     });
     options.log(`drained in ${drained.drainedMs} ms (quiet: ${drained.quiet}); checking the history`);
     const history = await readHistory(running, plan, lamps);
@@ -109,7 +112,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
       faults: faults.applied,
       unplannedExits: faults.unplannedExits,
       drain: drained,
-      verdict: checkHistory(history, trafficRun.value.inputs),
+      verdict: checkHistory(history, trafficRun.value, plan.deadlines),
       durationMs: Date.now() - started,
     };
   } finally {
@@ -129,4 +132,8 @@ function keepArtifacts(dir: string, stack: E2EStack, lamps: Map<string, ChaosLam
     writeFileSync(join(dir, "services", `${name}.log`), stack.process(name).log);
   const received = [...lamps.values()].flatMap((lamp) => lamp.received);
   writeFileSync(join(dir, "playbacks-received.ndjson"), received.map((p) => JSON.stringify(p)).join("\n"));
+  const feeds = [...lamps.values()].flatMap((lamp) =>
+    lamp.feed.map((event) => JSON.stringify({ deviceId: lamp.deviceId, ...event })),
+  );
+  writeFileSync(join(dir, "run-updates-received.ndjson"), feeds.join("\n"));
 }

@@ -1,6 +1,9 @@
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import { PIPELINE_STREAMS } from "../../libs/contract/catalog.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import type { RunDeadlines } from "./campaign-plan.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
 
 export interface DrainOutcome {
@@ -10,22 +13,32 @@ export interface DrainOutcome {
 }
 
 const ACTIVE_PLAYBACK = new Set(["queued", "sending"]);
+const runDeadlineFieldsSchema = z.tuple([z.string(), z.coerce.number()]);
+
+export interface DrainOptions {
+  quietMs: number;
+  maxMs: number;
+  devices: string[];
+  deadlines: RunDeadlines;
+}
 
 /**
  * Waits until the system has nothing left to do: no consumer group has pending entries, no playback is queued or
- * being sent, and nothing moved (stream lengths, playbacks received) for `quietMs`.
+ * being sent, no run is pending before its deadline has passed (the router ends it then), and nothing moved
+ * (stream lengths, playbacks and run.updates received) for `quietMs`.
  */
 export async function drain(
   redis: Redis,
   keys: Keyspace,
-  lamps: Iterable<ChaosLamp>,
-  { quietMs, maxMs }: { quietMs: number; maxMs: number },
+  lamps: ChaosLamp[],
+  options: DrainOptions,
 ): Promise<DrainOutcome> {
+  const { quietMs, maxMs } = options;
   const started = Date.now();
   let last = "";
   let stableSince = Date.now();
   while (Date.now() - started < maxMs) {
-    const snapshot = await activity(redis, keys, lamps).catch(() => undefined);
+    const snapshot = await activity(redis, keys, lamps, options).catch(() => undefined);
     if (snapshot === undefined || snapshot.busy || snapshot.fingerprint !== last) {
       last = snapshot?.fingerprint ?? "";
       stableSince = Date.now();
@@ -40,7 +53,8 @@ export async function drain(
 async function activity(
   redis: Redis,
   keys: Keyspace,
-  lamps: Iterable<ChaosLamp>,
+  lamps: ChaosLamp[],
+  { devices, deadlines }: DrainOptions,
 ): Promise<{ busy: boolean; fingerprint: string }> {
   const lengths: number[] = [];
   let pending = 0;
@@ -52,11 +66,35 @@ async function activity(
     for (const group of groups) pending += Number(group[group.indexOf("pending") + 1] ?? 0);
   }
   const activePlaybacks = await countActivePlaybacks(redis, keys);
-  const received = [...lamps].reduce((sum, lamp) => sum + lamp.received.length, 0);
+  let runsBeforeDeadline = 0;
+  for (const deviceId of devices)
+    runsBeforeDeadline += await countRunsBeforeDeadline(redis, keys, deviceId, deadlines);
+  const received = lamps.map((lamp) => [lamp.received.length, lamp.feed.length]);
   return {
-    busy: pending > 0 || activePlaybacks > 0,
-    fingerprint: JSON.stringify([lengths, received, activePlaybacks]),
+    busy: pending > 0 || activePlaybacks > 0 || runsBeforeDeadline > 0,
+    fingerprint: JSON.stringify([lengths, received, activePlaybacks, runsBeforeDeadline]),
   };
+}
+
+/** Pending runs whose deadline (plus the settle allowance) is still ahead: the router may yet end them. */
+async function countRunsBeforeDeadline(
+  redis: Redis,
+  keys: Keyspace,
+  deviceId: string,
+  deadlines: RunDeadlines,
+): Promise<number> {
+  const os = new OsDeviceKeys(keys, deviceId);
+  const runIds = await redis.zrange(os.runs, 0, -1);
+  if (runIds.length === 0) return 0;
+  const pipeline = redis.pipeline();
+  for (const runId of runIds) pipeline.hmget(os.run(runId), "state", "voiceTargetExpiresAt");
+  const now = Date.now();
+  return ((await pipeline.exec()) ?? []).filter(([, fields]) => {
+    const parsed = runDeadlineFieldsSchema.safeParse(fields);
+    if (!parsed.success) return false;
+    const [state, expiresAt] = parsed.data;
+    return state === "pending" && expiresAt + deadlines.graceMs + deadlines.settleMs > now;
+  }).length;
 }
 
 async function countActivePlaybacks(redis: Redis, keys: Keyspace): Promise<number> {

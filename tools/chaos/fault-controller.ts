@@ -22,7 +22,7 @@ export interface UnplannedExit {
 
 /**
  * Applies the fault schedule mid-traffic: SIGKILL and restart of services, SIGKILL and restart of redis-server,
- * Lamp connection drops and withheld or late acks. A supervisor restarts any service that dies on its own (as an
+ * Lamp connection drops, long Lamp outages and withheld or late acks. A supervisor restarts any service that dies on its own (as an
  * orchestrator would) and records it, so one crash does not stall the campaign.
  */
 export class FaultController {
@@ -85,7 +85,11 @@ export class FaultController {
         await this.redisServer.restart();
         return;
       case "lamp-drop":
-        this.lamp(action.deviceId).drop(action.downMs);
+        this.lamp(action.deviceId).disconnect(action.downMs, "drop");
+        await sleep(action.downMs);
+        return;
+      case "lamp-outage":
+        this.lamp(action.deviceId).disconnect(action.downMs, action.ending);
         await sleep(action.downMs);
         return;
       case "lamp-ack-late":

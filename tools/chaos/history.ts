@@ -7,20 +7,41 @@ import {
   type PlaybackRecord,
 } from "../../libs/contract/os-playback.js";
 import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import { runUpdateRecordSchema, type RunUpdateRecord } from "../../libs/contract/run-update.js";
 import { turnResultPayloadSchema, type TurnResultPayload } from "../../libs/contract/turn-result.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { parseEntryPayload } from "../../libs/streams/stream-entry.js";
 import type { E2EStack } from "../../test/e2e/stack.js";
 import type { CampaignPlan } from "./campaign-plan.js";
-import type { ChaosLamp, ReceivedPlayback } from "./chaos-lamp.js";
+import type { ChaosLamp, FeedEvent, MalformedFrame, ReceivedPlayback, ReplayRequest } from "./chaos-lamp.js";
 
 /** One input line an engine read on stdin, reduced to the id we wrote it with. */
 export interface EngineWrite {
   agentId: string;
   deliveryId: string;
   frame: string;
+}
+
+/** What one Lamp saw of its run.update feed, across all its connections. */
+export interface LampFeed {
+  deviceId: string;
+  feed: FeedEvent[];
+  replayRequests: ReplayRequest[];
+  /** voice.request requestIds the Lamp sent (its own runs even when no answer reached it). */
+  requestIds: Set<string>;
+  /** Connection number → when it ended; the connection open at the end has none. */
+  connectionEnds: Map<number, number>;
+  lastUpdateId: number;
+}
+
+/** A device's stored run.update log (`B:run-updates`, trimmed to about RUN_UPDATES_KEPT) and its sequence head. */
+export interface UpdateLog {
+  deviceId: string;
+  head: number;
+  entries: Array<{ updateId: number; record: RunUpdateRecord }>;
 }
 
 /** The whole history, read from the real state after the system drained. */
@@ -38,6 +59,11 @@ export interface CampaignHistory {
   deadLetters: Array<{ stream: string; entries: number }>;
   engineWrites: EngineWrite[];
   received: ReceivedPlayback[];
+  lampFeeds: LampFeed[];
+  updateLogs: UpdateLog[];
+  malformedFrames: MalformedFrame[];
+  /** When the history was read (epoch ms): a deadline still ahead of it cannot be judged yet. */
+  readAt: number;
 }
 
 const rejectionFieldsSchema = z.record(z.string(), z.unknown());
@@ -62,6 +88,17 @@ export async function readHistory(
       engineWrites(agent.agentId, stack.engineInputs(agent.agentId)),
     ),
     received: [...lamps.values()].flatMap((lamp) => lamp.received),
+    lampFeeds: [...lamps.values()].map((lamp) => ({
+      deviceId: lamp.deviceId,
+      feed: [...lamp.feed],
+      replayRequests: [...lamp.replayRequests],
+      requestIds: new Set(lamp.requestIds),
+      connectionEnds: new Map(lamp.connectionEnds),
+      lastUpdateId: lamp.lastUpdateId,
+    })),
+    updateLogs: [],
+    malformedFrames: [...lamps.values()].flatMap((lamp) => lamp.malformed),
+    readAt: Date.now(),
   };
   for (const deviceId of plan.devices) await readDevice(redis, stack.keys, deviceId, history);
   return history;
@@ -107,6 +144,17 @@ async function readDevice(
   history.protocolErrors.push(
     ...(await streamRecords(redis, os.protocolErrors)).map((record) => ({ deviceId, record })),
   );
+  history.updateLogs.push(await readUpdateLog(redis, os));
+}
+
+async function readUpdateLog(redis: Redis, os: OsDeviceKeys): Promise<UpdateLog> {
+  const head = Number((await redis.get(os.runUpdateSequence)) ?? 0);
+  const entries = (await redis.xrange(os.runUpdates, "-", "+")).map(([id, fields]) => {
+    const record = parseEntryPayload(runUpdateRecordSchema, fields);
+    if (!record.ok) throw new Error(`${os.runUpdates} ${id}: malformed run update: ${record.error}`);
+    return { updateId: Number(id.slice(id.indexOf("-") + 1)), record: record.value };
+  });
+  return { deviceId: os.deviceId, head, entries };
 }
 
 async function readDeadLetters(redis: Redis, keys: Keyspace): Promise<CampaignHistory["deadLetters"]> {

@@ -1,5 +1,8 @@
+import type { RunRecord } from "../../libs/os-store/run-record.js";
+import type { RunDeadlines } from "./campaign-plan.js";
+import { brokenFeeds, feedFigures, foreignRunUpdates, type FeedFigures } from "./feed-invariants.js";
 import type { CampaignHistory } from "./history.js";
-import type { SentInput } from "./traffic.js";
+import type { TrafficFigures } from "./traffic.js";
 
 /** One concrete breach of an invariant, with enough context to find it in the store. */
 export interface Violation {
@@ -12,7 +15,12 @@ export type InvariantName =
   | "lost result"
   | "run resolved that no result listed"
   | "input sent twice to an engine"
-  | "protocol error";
+  | "protocol error"
+  | "run not ended by its deadline"
+  | "run.update sent to another device"
+  | "run.update out of order or missing"
+  | "cancelled run spoken"
+  | "malformed frame to a Lamp";
 
 export interface UncertainPlayback {
   deviceId: string;
@@ -22,7 +30,7 @@ export interface UncertainPlayback {
   cause: string;
 }
 
-export interface CampaignFigures {
+export interface CampaignFigures extends FeedFigures {
   inputsSent: number;
   runs: number;
   runsResolved: number;
@@ -39,6 +47,19 @@ export interface CampaignFigures {
   resolvedUnlisted: number;
   inputsSentTwice: number;
   protocolErrors: number;
+  runsPastDeadline: number;
+  foreignRunUpdates: number;
+  brokenFeeds: number;
+  cancelledSpoken: number;
+  malformedFrames: number;
+  /** voice.cancel sent, by `<moment>: <answer>` (answer cancelled / not_found / unanswered). */
+  cancels: Record<string, number>;
+  /** Cancelled runs by the state their `cancelled` run.update reported (pending: the engine may still answer). */
+  cancelledRunStates: Record<string, number>;
+  /** Runs that ended unknown, by reason (the Harness receipt's code or the OS's deadline reason). */
+  runsUnknownByReason: Record<string, number>;
+  /** Pending runs whose deadline was still ahead when the history was read (not judged). */
+  runsPendingBeforeDeadline: number;
   uncertainPlaybacks: UncertainPlayback[];
   outboxStates: Record<string, number>;
   /** Inputs that never got a result, by the Harness receipt's state/code (e.g. `unknown/ENGINE_EXITED`). */
@@ -53,7 +74,12 @@ export interface CampaignVerdict {
 }
 
 /** Checks the invariants over the whole history and counts the figures. */
-export function checkHistory(history: CampaignHistory, inputs: SentInput[]): CampaignVerdict {
+export function checkHistory(
+  history: CampaignHistory,
+  traffic: Pick<TrafficFigures, "inputs" | "cancels">,
+  deadlines: RunDeadlines,
+): CampaignVerdict {
+  const inputs = traffic.inputs;
   const violations: Violation[] = [
     ...duplicateUtterances(history),
     ...lostResults(history),
@@ -62,6 +88,14 @@ export function checkHistory(history: CampaignHistory, inputs: SentInput[]): Cam
     ...history.protocolErrors.map(({ deviceId, record }) => ({
       invariant: "protocol error" as const,
       detail: `${deviceId}: ${JSON.stringify(record)}`,
+    })),
+    ...runsPastDeadline(history, deadlines),
+    ...foreignRunUpdates(history, inputs),
+    ...brokenFeeds(history),
+    ...cancelledSpoken(history),
+    ...history.malformedFrames.map(({ deviceId, connection, frame, error }) => ({
+      invariant: "malformed frame to a Lamp" as const,
+      detail: `${deviceId} connection ${connection}: ${error} in ${frame}`,
     })),
   ];
   const count = (name: InvariantName) => violations.filter((v) => v.invariant === name).length;
@@ -88,6 +122,29 @@ export function checkHistory(history: CampaignHistory, inputs: SentInput[]): Cam
       resolvedUnlisted: count("run resolved that no result listed"),
       inputsSentTwice: count("input sent twice to an engine"),
       protocolErrors: count("protocol error"),
+      runsPastDeadline: count("run not ended by its deadline"),
+      foreignRunUpdates: count("run.update sent to another device"),
+      brokenFeeds: count("run.update out of order or missing"),
+      cancelledSpoken: count("cancelled run spoken"),
+      malformedFrames: count("malformed frame to a Lamp"),
+      ...feedFigures(history),
+      cancels: tally(traffic.cancels.map((cancel) => `${cancel.moment}: ${cancel.answer}`)),
+      cancelledRunStates: tally(
+        history.lampFeeds
+          .flatMap(({ feed }) =>
+            feed.flatMap((event) =>
+              event.kind === "update" && event.update.change === "cancelled" ? [event.update] : [],
+            ),
+          )
+          .filter((update, index, all) => all.findIndex((u) => u.runId === update.runId) === index)
+          .map((update) => update.state),
+      ),
+      runsUnknownByReason: tally(
+        runs.filter((run) => run.state === "unknown").map((run) => run.endReason ?? "unspecified"),
+      ),
+      runsPendingBeforeDeadline: runs.filter(
+        (run) => run.state === "pending" && deadlineOf(run, deadlines) >= history.readAt,
+      ).length,
       uncertainPlaybacks: uncertainPlaybacks(history),
       outboxStates: tally(
         history.outbox.map(({ entry }) => `${entry.state}${entry.reason ? `/${entry.reason}` : ""}`),
@@ -184,6 +241,87 @@ function inputsSentTwice(history: CampaignHistory): Violation[] {
       invariant: "input sent twice to an engine" as const,
       detail: `${key} written ${frames.length} times (${frames.map((f) => f.frame).join(", ")})`,
     }));
+}
+
+/**
+ * Every run ends (resolved or unknown) by `voiceTargetExpiresAt + grace + settle`. When it ended is the `at` of the
+ * first run.update in a terminal state (as a Lamp received it, or as the device's log keeps it), else `resolvedAt`;
+ * a pending run is judged only once its deadline has passed.
+ */
+function runsPastDeadline(history: CampaignHistory, deadlines: RunDeadlines): Violation[] {
+  const ends = runEnds(history);
+  return history.runs.flatMap((run) => {
+    const deadline = deadlineOf(run, deadlines);
+    const endedAt =
+      run.state === "pending" ? undefined : (ends.get(`${run.deviceId}|${run.runId}`) ?? run.resolvedAt);
+    const late =
+      run.state === "pending" ? history.readAt > deadline : endedAt !== undefined && endedAt > deadline;
+    if (!late) return [];
+    const when =
+      run.state === "pending"
+        ? `still pending ${history.readAt - deadline} ms after its deadline`
+        : `ended ${run.state}${run.endReason ? `/${run.endReason}` : ""} ${(endedAt ?? 0) - deadline} ms after its deadline`;
+    return [
+      {
+        invariant: "run not ended by its deadline" as const,
+        detail: `${run.deviceId} run ${run.runId} (target expired ${new Date(run.voiceTargetExpiresAt).toISOString()}) ${when}`,
+      },
+    ];
+  });
+}
+
+function deadlineOf(run: RunRecord, deadlines: RunDeadlines): number {
+  return run.voiceTargetExpiresAt + deadlines.graceMs + deadlines.settleMs;
+}
+
+/** deviceId|runId → the earliest moment a run.update reported the run resolved or unknown. */
+function runEnds(history: CampaignHistory): Map<string, number> {
+  const ends = new Map<string, number>();
+  const note = (deviceId: string, runId: string, state: string, at: number) => {
+    if (state === "pending") return;
+    const key = `${deviceId}|${runId}`;
+    ends.set(key, Math.min(at, ends.get(key) ?? at));
+  };
+  for (const { deviceId, feed } of history.lampFeeds)
+    for (const event of feed)
+      if (event.kind === "update")
+        note(deviceId, event.update.runId, event.update.state, Date.parse(event.update.at));
+  for (const { deviceId, entries } of history.updateLogs)
+    for (const { record } of entries) note(deviceId, record.runId, record.state, record.at);
+  return ends;
+}
+
+/**
+ * Nothing is spoken for a cancelled run: an answer or failure notice whose owning run (the newest member, whose
+ * route speaks; a single-member result's only run) was cancelled before the playback was claimed for sending must
+ * never reach the Lamp. A playback claimed before the cancel may already be playing and is not unsaid.
+ */
+function cancelledSpoken(history: CampaignHistory): Violation[] {
+  const runs = new Map(history.runs.map((run) => [`${run.deviceId}|${run.runId}`, run]));
+  const results = new Map(
+    history.osResults.map((result) => [`${result.deviceId}|${result.resultId}`, result]),
+  );
+  return history.playbacks.flatMap(({ deviceId, record }) => {
+    if (record.kind === "repeat") return [];
+    const members = results.get(`${deviceId}|${record.resultId}`)?.members ?? [];
+    const ownerId = record.newestRunId ?? (members.length === 1 ? members[0]?.runId : undefined);
+    const owner = ownerId === undefined ? undefined : runs.get(`${deviceId}|${ownerId}`);
+    if (owner?.cancelledAt === undefined) return [];
+    if (record.sendingAt !== undefined && record.sendingAt <= owner.cancelledAt) return [];
+    const spoken = history.received.filter(
+      (p) => p.deviceId === deviceId && p.playbackId === record.playbackId,
+    );
+    if (spoken.length === 0) return [];
+    return [
+      {
+        invariant: "cancelled run spoken" as const,
+        detail:
+          `${deviceId} ${record.kind} ${record.playbackId} of result ${record.resultId} reached the Lamp ` +
+          `${spoken.length}× though run ${owner.runId} was cancelled at ${owner.cancelledAt} ` +
+          `(claimed for sending at ${record.sendingAt ?? "never"}, state ${record.state})`,
+      },
+    ];
+  });
 }
 
 /** Each uncertain playback with what the Lamp side knows about why no ack arrived. */

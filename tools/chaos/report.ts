@@ -19,6 +19,13 @@ export function formatReport(outcome: CampaignOutcome): string {
     `  turns ${plan.turns.length}, inputs sent ${f.inputsSent} (fillers ${traffic.fillers}), ` +
       `turns not settled in time ${traffic.turnsTimedOut}, repeats asked ${traffic.repeatsAsked}`,
     `  voice requests never registered by the OS ${traffic.unregistered.length}`,
+    `  cancels sent ${traffic.cancels.length}: ${formatCounts(f.cancels)}`,
+    `  lamp outages ${outages(outcome).length}` +
+      (outages(outcome).length === 0
+        ? ""
+        : ` (${outages(outcome)
+            .map((o) => `${o.deviceId} ${(o.downMs / 1000).toFixed(0)} s ${o.ending}`)
+            .join(", ")})`),
     ...traffic.unregistered.slice(0, 5).map((detail) => `    ${detail}`),
     "",
     "figures",
@@ -27,6 +34,11 @@ export function formatReport(outcome: CampaignOutcome): string {
     `  results spoken (distinct, playback.start)    ${f.resultsSpoken}`,
     `  playback.start received / explicit repeats   ${f.playbackStartsReceived} / ${f.explicitRepeatsSpoken}`,
     `  runs: resolved / pending / unknown           ${f.runsResolved} / ${f.runsPending} / ${f.runsUnknown} of ${f.runs}`,
+    `  runs ended unknown, by reason                ${formatCounts(f.runsUnknownByReason)}`,
+    `  runs pending, deadline still ahead           ${f.runsPendingBeforeDeadline}`,
+    `  cancelled runs, by state at the cancel       ${formatCounts(f.cancelledRunStates)}`,
+    `  run.updates received / distinct              ${f.runUpdatesReceived} / ${f.distinctRunUpdates}`,
+    `  run.updates_since answered / truncated / refused ${f.replaysAnswered} / ${f.replaysTruncated} / ${f.replaysRefused}`,
     `  uncertain playbacks                          ${f.uncertainPlaybacks.length}`,
     ...Object.entries(tally(f.uncertainPlaybacks.map((u) => `${u.reason}: ${u.cause}`))).map(
       ([cause, n]) => `    ${n} × ${cause}`,
@@ -42,6 +54,11 @@ export function formatReport(outcome: CampaignOutcome): string {
     invariant("runs resolved that no result listed", f.resolvedUnlisted),
     invariant("inputs sent twice to an engine", f.inputsSentTwice),
     invariant("protocol errors (same resultId, other content)", f.protocolErrors),
+    invariant("runs not ended by their deadline", f.runsPastDeadline),
+    invariant("run.updates sent to another device", f.foreignRunUpdates),
+    invariant("run.updates out of order or missing", f.brokenFeeds),
+    invariant("cancelled runs spoken", f.cancelledSpoken),
+    invariant("malformed frames to a Lamp", f.malformedFrames),
     "",
     `fault schedule (${outcome.faults.length} applied): ${formatCounts(faultKinds(outcome))}`,
     ...outcome.faults.map(
@@ -62,6 +79,15 @@ export function formatReport(outcome: CampaignOutcome): string {
 function faultKinds(outcome: CampaignOutcome): Record<string, number> {
   const kinds = outcome.plan.faults.filter((fault) => outcome.faults.some((a) => a.index === fault.index));
   return tally(kinds.map((fault) => fault.action.kind satisfies FaultKind));
+}
+
+/** The long outages that were applied. */
+function outages(outcome: CampaignOutcome) {
+  return outcome.plan.faults.flatMap((fault) =>
+    fault.action.kind === "lamp-outage" && outcome.faults.some((a) => a.index === fault.index)
+      ? [fault.action]
+      : [],
+  );
 }
 
 function formatCounts(counts: Record<string, number>): string {

@@ -2,8 +2,8 @@ import type { Redis } from "ioredis";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { MACHINE } from "../../test/e2e/stack.js";
-import type { AnswerStyle, CampaignPlan, PlannedInput, PlannedTurn } from "./campaign-plan.js";
-import type { ChaosLamp } from "./chaos-lamp.js";
+import type { AnswerStyle, CampaignPlan, CancelMoment, PlannedInput, PlannedTurn } from "./campaign-plan.js";
+import type { CancelAnswer, ChaosLamp } from "./chaos-lamp.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
 /** Turns started so far: the clock the fault schedule fires on. */
@@ -44,8 +44,19 @@ export interface SentInput {
   attempts: number;
 }
 
+/** A voice.cancel the user sent, with the OS's answer (`unanswered`: the Lamp gave up resending it). */
+export interface SentCancel {
+  deviceId: string;
+  runId: string;
+  turn: number;
+  moment: CancelMoment;
+  answer: CancelAnswer | "unanswered";
+  requestedAt: number;
+}
+
 export interface TrafficFigures {
   inputs: SentInput[];
+  cancels: SentCancel[];
   /** Voice requests the OS never answered within the Lamp's deadline (the turn was abandoned). */
   unregistered: string[];
   turnsTimedOut: number;
@@ -64,6 +75,7 @@ const MAX_FILLERS = 2;
 export class TrafficGenerator {
   private readonly figures: TrafficFigures = {
     inputs: [],
+    cancels: [],
     unregistered: [],
     turnsTimedOut: 0,
     fillers: 0,
@@ -96,6 +108,7 @@ export class TrafficGenerator {
         const one = await this.send(turn, input, false);
         if (one) sent.push(one);
       }
+      await this.cancelPlanned(turn, sent);
       if (await this.settled(sent, TURN_SETTLE_MS)) {
         if (turn.askRepeat) await this.askRepeat(turn, sent);
         continue;
@@ -103,6 +116,32 @@ export class TrafficGenerator {
       this.figures.turnsTimedOut++;
       if (this.styles.get(turn.agentId) !== "each") await this.realign(turn, sent);
     }
+  }
+
+  /**
+   * The turn's planned cancel, once its inputs are sent (a pair still reaches the engine back to back): at once
+   * for `pending`; for `after-result`, the moment the Lamp hears the run resolved (or gives up waiting for it).
+   */
+  private async cancelPlanned(turn: PlannedTurn, sent: SentInput[]): Promise<void> {
+    const planned = turn.cancel;
+    const target = planned && sent.find((input) => input.text === turn.inputs[planned.input]?.text);
+    if (!planned || !target) return;
+    const lamp = this.lamp(turn.deviceId);
+    if (planned.moment === "after-result")
+      await lamp.runUpdate(
+        (update) => update.runId === target.runId && update.state === "resolved",
+        TURN_SETTLE_MS,
+      );
+    const requestedAt = Date.now();
+    const answer = await lamp.cancel(target.runId).catch(() => "unanswered" as const);
+    this.figures.cancels.push({
+      deviceId: turn.deviceId,
+      runId: target.runId,
+      turn: turn.index,
+      moment: planned.moment,
+      answer,
+      requestedAt,
+    });
   }
 
   /**
