@@ -14,7 +14,8 @@ import { rawRequest } from "./raw-http.js";
 const DEVICE = "lamp-auth";
 const REVOKED_DEVICE = "lamp-revoked";
 const CASES = casesFor(300);
-const VOLATILE = /:lamp-presence$|:os:devices$|:lamp-gateway:.*:alive$/;
+/** Written after an accepted connection, asynchronously (presence, known devices, the `lamp.connected` event). */
+const VOLATILE = /:lamp-presence$|:os:devices$|:lamp-gateway:.*:alive$|:stream:os\.lamp_events$/;
 
 let t: TestRedis;
 let services: HostedServices;

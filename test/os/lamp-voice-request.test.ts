@@ -34,16 +34,24 @@ async function connectLamp(token: string) {
     socket.once("open", resolve);
     socket.once("error", reject);
   });
+  // run.update frames carry the requestId of the voice.request they are about; answers are `<op>_result`.
+  const answersTo = (requestId: string) =>
+    frames.filter((frame) => frame.requestId === requestId && String(frame.type).endsWith("_result"));
   const answerTo = async (requestId: string) => {
     const found = await waitFor(
-      // run.update frames carry the requestId of the voice.request they are about; answers are `<op>_result`.
-      () => frames.find((frame) => frame.requestId === requestId && String(frame.type).endsWith("_result")),
+      () => answersTo(requestId)[0],
       (frame) => frame !== undefined,
     );
     if (!found) throw new Error(`no answer to ${requestId}`);
     return found;
   };
-  return { socket, frames, answerTo, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
+  return {
+    socket,
+    frames,
+    answerTo,
+    answersTo,
+    send: (frame: unknown) => socket.send(JSON.stringify(frame)),
+  };
 }
 
 const voiceRequest = (requestId: string, text = "build a house") => ({
@@ -109,7 +117,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     lamp.send({ ...voiceRequest(requestId), requestId });
     lamp.send(voiceRequest(repeatId, "   "));
     const repeated = await waitFor(
-      () => lamp.frames.filter((frame) => frame.requestId === requestId),
+      () => lamp.answersTo(requestId),
       (frames) => frames.length === 2,
     );
     expect(repeated[1]).toMatchObject({
@@ -137,10 +145,10 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     await t.redis.del(device.commands);
     lamp.send(voiceRequest(requestId));
     await waitFor(
-      () => lamp.frames.filter((frame) => frame.requestId === requestId).length,
+      () => lamp.answersTo(requestId).length,
       (n) => n === 2,
     );
-    expect(lamp.frames.filter((frame) => frame.requestId === requestId)[1]).toMatchObject({
+    expect(lamp.answersTo(requestId)[1]).toMatchObject({
       type: "voice.request_result",
       receipt: { state: "queued" },
     });
@@ -165,10 +173,10 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
 
     lamp.send(voiceRequest(requestId, "another question"));
     await waitFor(
-      () => lamp.frames.filter((frame) => frame.requestId === requestId).length,
+      () => lamp.answersTo(requestId).length,
       (n) => n === 2,
     );
-    const retried = lamp.frames.filter((frame) => frame.requestId === requestId)[1];
+    const retried = lamp.answersTo(requestId)[1];
     expect(retried).toMatchObject({ type: "voice.request_result", receipt: { state: "queued" } });
     expect(retried?.idempotencyKey).not.toBe(takenKey);
     expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(2);
