@@ -131,6 +131,15 @@ describe("tts-dispatcher outbox", () => {
       reason: "mixed_destinations",
     },
     {
+      name: "says nothing for a failed result whose newest member was cancelled: no answer, no notice",
+      runs: [
+        { runId: "a", createdAt: 1 },
+        { runId: "b", createdAt: 2, cancelledAt: Date.now() },
+      ],
+      outcome: "failed" as const,
+      reason: "failed_result",
+    },
+    {
       name: "suppresses a cancelled result, with reason cancelled_result",
       runs: [{ runId: "a", createdAt: 1 }],
       outcome: "cancelled" as const,
@@ -160,6 +169,12 @@ describe("tts-dispatcher outbox", () => {
       expect(await os.playbackKeys(deviceId)).toEqual([]);
       expect(await t.redis.hget(os.device(deviceId).result(resultKey), "fullText")).toBe(
         "An answer that **must** stay retrievable.",
+      );
+      // Every member run is told, not only the newest.
+      expect(await os.runUpdates(deviceId)).toEqual(
+        scenario.runs.map((run) =>
+          expect.objectContaining({ runId: run.runId, change: "suppressed", reason: scenario.reason }),
+        ),
       );
     });
 
@@ -200,5 +215,34 @@ describe("tts-dispatcher outbox", () => {
     expect(notice).toMatchObject({ kind: "notice", state: "played", text: "Sorry, that did not work." });
     const spoken = (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId);
     expect(spoken.map((delivery) => delivery.frame.text)).toEqual(["Sorry, that did not work."]);
+    expect(await os.runUpdates(deviceId)).toEqual([
+      expect.objectContaining({ runId: "a", change: "suppressed", reason: "failed_result" }),
+    ]);
+  });
+
+  it("gives a failure notice the answer's rules: an unacked notice ends uncertain and is never sent again", async () => {
+    const deviceId = newDevice();
+    await os.setPresence(deviceId);
+    lamp = new StreamLamp(os, "silent").start();
+    await os.seedRun(deviceId, { runId: "a", createdAt: 1 });
+    const resultKey = await os.seedResolvedResult(deviceId, {
+      resultId: "r-failed-unacked-notice",
+      runIds: ["a"],
+      outcome: "failed",
+    });
+    const noticeId = String((await settled(deviceId, resultKey))?.noticePlaybackId);
+    expect(
+      await waitFor(
+        () => os.playback(deviceId, noticeId),
+        (playback) => playback?.state === "uncertain",
+      ),
+    ).toMatchObject({ kind: "notice", state: "uncertain", reason: "ack_timeout" });
+    await os.publishResolved(deviceId, "originating-instance", "r-failed-unacked-notice");
+    expect(await waitFor(() => os.dispatcherIdle(), Boolean)).toBe(true);
+    expect((await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId)).toHaveLength(1);
+    expect(await os.runUpdates(deviceId)).toEqual([
+      expect.objectContaining({ change: "suppressed", reason: "failed_result" }),
+      expect.objectContaining({ change: "playback", reason: "ack_timeout", playbackId: noticeId }),
+    ]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MemberRun } from "../store/os-store-reader.js";
-import { decideDelivery, newestMember } from "./decide-delivery.js";
+import { decideDelivery, newestMember, repeatBlocker } from "./decide-delivery.js";
 
 const NOW = 1_000_000;
 const run = (runId: string, createdAt: number, overrides: Partial<MemberRun> = {}): MemberRun => ({
@@ -83,4 +83,29 @@ describe("decideDelivery", () => {
       notice: false,
     });
   });
+});
+
+describe("repeatBlocker", () => {
+  const cases = [
+    { outcome: "completed", outbox: { state: "played" }, blocker: undefined },
+    { outcome: "completed", outbox: undefined, blocker: undefined },
+    { outcome: "completed", outbox: { state: "suppressed", reason: "expired" }, blocker: undefined },
+    { outcome: "completed", outbox: { state: "suppressed", reason: "cancelled" }, blocker: undefined },
+    {
+      outcome: "completed",
+      outbox: { state: "suppressed", reason: "mixed_destinations" },
+      blocker: "mixed_destinations",
+    },
+    {
+      outcome: "completed",
+      outbox: { state: "suppressed", reason: "not_voice_route" },
+      blocker: "not_voice_route",
+    },
+    { outcome: "failed", outbox: { state: "suppressed", reason: "failed_result" }, blocker: "failed_result" },
+    { outcome: "cancelled", outbox: undefined, blocker: "cancelled_result" },
+  ] as const;
+  for (const { outcome, outbox, blocker } of cases)
+    it(`a repeat of a ${outcome} result with outbox ${JSON.stringify(outbox)} is ${blocker ?? "spoken"}`, () => {
+      expect(repeatBlocker(outcome, outbox)).toBe(blocker);
+    });
 });
