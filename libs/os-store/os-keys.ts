@@ -48,6 +48,14 @@ export class OsDeviceKeys {
     return `${this.base}:runs:pending`;
   }
 
+  /**
+   * The router's deadline index: pending runs scored by `voiceTargetExpiresAt` (the pending index is scored by
+   * creation time). A run leaves it when the router ends it, or when it comes due after it ended otherwise.
+   */
+  get runDeadlines(): string {
+    return `${this.base}:runs:deadlines`;
+  }
+
   result(resultKey: string): string {
     return `${this.base}:result:${resultKey}`;
   }
@@ -98,6 +106,11 @@ export class OsDeviceKeys {
   /** Results held back until their members' receipts bind. */
   get waiting(): string {
     return `${this.base}:waiting`;
+  }
+
+  /** Held results the router gave up on because their receipts never bound (a bounded log, newest kept). */
+  get heldExpired(): string {
+    return `${this.base}:held-expired`;
   }
 
   /**

@@ -43,6 +43,8 @@ export const rejectionReasonSchema = z.enum([
   "LEGACY_SUMMARY_NO_KEY",
   "LEGACY_SUMMARY_KEY_CONFLICT",
   "LEGACY_SUMMARY_OVERLAP",
+  /** Held for receipts that never bound: every run it names ended (at the latest at its deadline) first. */
+  "RECEIPTS_NEVER_BOUND",
 ]);
 export type RejectionReason = z.infer<typeof rejectionReasonSchema>;
 

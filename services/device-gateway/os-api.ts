@@ -8,6 +8,7 @@ import type { LampAuthenticator } from "./principal.js";
 
 const deviceQuerySchema = z.object({ deviceId: deviceIdSchema.optional() });
 const runsQuerySchema = deviceQuerySchema.extend({ state: runStateSchema.optional() });
+const heldResultsQuerySchema = deviceQuerySchema.extend({ state: z.enum(["held", "expired"]).optional() });
 const runParamsSchema = z.object({ runId: opaqueIdSchema });
 const resultParamsSchema = z.object({ resultId: opaqueIdSchema });
 
@@ -76,7 +77,13 @@ export function registerOsApi(http: FastifyInstance, queries: OsQueries, auth: L
   http.get("/v1/held-results", async (request, reply) => {
     const deviceId = await deviceFor(request, reply);
     if (!deviceId) return reply;
-    return { deviceId, heldResults: await queries.heldResults(deviceId) };
+    const query = heldResultsQuerySchema.safeParse(request.query);
+    if (!query.success) return fail(reply, 400, "INVALID_REQUEST", "state must be held or expired");
+    const heldResults =
+      query.data.state === "expired"
+        ? await queries.expiredHeldResults(deviceId)
+        : await queries.heldResults(deviceId);
+    return { deviceId, heldResults };
   });
 
   http.get("/v1/rejections", async (request, reply) => {

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { expiredHeldResultSchema, expiredHeldResultView } from "../../libs/os-store/expired-held-result.js";
 import { heldResultSchema, heldResultView } from "../../libs/os-store/held-result.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import {
@@ -70,6 +71,12 @@ export class OsQueries {
       .map(([id, json]) => heldResultView(id, heldResultSchema.parse(JSON.parse(json))))
       .sort((a, b) => a.heldAt.localeCompare(b.heldAt))
       .slice(0, MAX_LISTED);
+  }
+
+  /** Newest first: held results the router gave up on because their receipts never bound, with their frames. */
+  async expiredHeldResults(deviceId: string) {
+    const entries = await this.newestEntries(new OsDeviceKeys(this.keys, deviceId).heldExpired);
+    return entries.map(({ json }) => expiredHeldResultView(expiredHeldResultSchema.parse(json)));
   }
 
   async rejections(deviceId: string) {

@@ -8,6 +8,7 @@ import {
   type DeviceCommand,
   type SendReply,
 } from "../../libs/contract/device-commands.js";
+import { OS_END_REASONS } from "../../libs/contract/run-update.js";
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -15,7 +16,7 @@ import { parseEntryPayload, type RawEntry } from "../../libs/streams/stream-entr
 import { appendToStream, ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import type { HarnessLink } from "./harness-link.js";
 import type { RouterMetrics } from "./router-metrics.js";
-import type { RouterStore } from "./router-store.js";
+import type { BindOutcome, RouterStore } from "./router-store.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
 /** Errors after which the same key may be sent again; any other refusal is final for the run. */
@@ -50,7 +51,7 @@ export class CommandProcessor {
       metrics: RouterMetrics;
       log: Logger;
       retryDelayMs: number;
-      receiptBound: () => void;
+      bindReceipt: (receipt: Receipt, source: "turn.send") => Promise<BindOutcome>;
     },
   ) {}
 
@@ -151,7 +152,7 @@ export class CommandProcessor {
       await this.options.store.markSendFailed(run.runId, answer.error.code);
       return { ...base, receipt: null, error: answer.error };
     }
-    await this.bind(answer.value.receipt);
+    await this.options.bindReceipt(answer.value.receipt, "turn.send");
     return { ...base, receipt: answer.value.receipt };
   }
 
@@ -162,8 +163,8 @@ export class CommandProcessor {
       receiptGetResultSchema,
     );
     const receipt = answer.ok ? answer.value.receipt : null;
-    if (receipt) await this.bind(receipt);
-    else await this.options.store.markSendFailed(run.runId, "INSTANCE_CHANGED");
+    if (receipt) await this.options.bindReceipt(receipt, "turn.send");
+    else await this.options.store.markSendFailed(run.runId, OS_END_REASONS.instanceChanged);
     return { deviceId: run.deviceId, runId: run.runId, receipt };
   }
 
@@ -177,12 +178,6 @@ export class CommandProcessor {
     const outcome = answer.ok ? answer.value.status : answer.error.code;
     this.options.metrics.sends.inc({ operation: "turn.stop", answer: outcome });
     this.options.log.info({ runId: run.runId, outcome }, "turn.stop answered");
-  }
-
-  private async bind(receipt: Receipt): Promise<void> {
-    const { outcome } = await this.options.store.bindReceipt(receipt);
-    if (outcome === "conflict") this.options.metrics.receiptConflicts.inc({ source: "turn.send" });
-    if (outcome === "bound") this.options.receiptBound();
   }
 
   private requireLive(): LiveLink {

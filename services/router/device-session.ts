@@ -6,6 +6,7 @@ import {
   receiptGetResultSchema,
   TURN_CORRELATION_V2,
 } from "../../libs/contract/harness-wire.js";
+import type { Receipt } from "../../libs/contract/receipt.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -16,7 +17,9 @@ import type { RouterConfig } from "./config.js";
 import { EventIntake } from "./event-intake.js";
 import { HarnessLink } from "./harness-link.js";
 import type { RouterMetrics } from "./router-metrics.js";
-import { RouterStore } from "./router-store.js";
+import { RouterStore, type BindOutcome } from "./router-store.js";
+import { receiptMayStillMove } from "./run-end-reason.js";
+import { RunDeadlines } from "./run-deadlines.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
 export interface SessionDeps {
@@ -40,6 +43,7 @@ export class DeviceSession {
   private readonly store: RouterStore;
   private readonly intake: EventIntake;
   private readonly commands: CommandProcessor;
+  private readonly deadlines: RunDeadlines;
   private live: LiveLink | undefined;
   private link: HarnessLink | undefined;
   private generation = 0;
@@ -66,19 +70,31 @@ export class DeviceSession {
       metrics: deps.metrics,
       log,
       retryDelayMs: deps.config.HARNESS_RECONNECT_MS,
-      receiptBound: () => this.enqueue(() => this.intake.reevaluateWaiting()),
+      bindReceipt: (receipt, source) => this.bindReceipt(receipt, source),
+    });
+    this.deadlines = new RunDeadlines({
+      store: this.store,
+      live: () => this.live,
+      bindReceipt: (receipt, source) => this.bindReceipt(receipt, source),
+      exclusive: (task) => this.exclusive(task),
+      graceMs: deps.config.RUN_DEADLINE_GRACE_MS,
+      everyMs: deps.config.RUN_DEADLINE_SWEEP_MS,
+      metrics: deps.metrics,
+      log,
     });
   }
 
   async start(): Promise<void> {
     await this.commands.start();
     this.loop = this.run();
+    this.deadlines.start();
   }
 
   async stop(): Promise<void> {
     this.active = false;
     this.link?.close();
     await this.loop;
+    await this.deadlines.stop();
     await this.commands.stop();
     await this.queue;
     this.deps.reader.disconnect();
@@ -157,20 +173,35 @@ export class DeviceSession {
     });
   }
 
-  /** Asks the Harness for the receipt of every outstanding run and binds what it answers; never resends. */
+  /** Work that must not interleave with a frame's staging; its failure is the caller's, not the connection's. */
+  private exclusive(task: () => Promise<void>): Promise<void> {
+    const done = this.queue.then(task);
+    this.queue = done.catch(() => undefined);
+    return done;
+  }
+
+  /** Binds a receipt the Harness answered with; a newly bound one may let held results apply. */
+  private async bindReceipt(receipt: Receipt, source: "turn.send" | "receipt.get"): Promise<BindOutcome> {
+    const { outcome } = await this.store.bindReceipt(receipt);
+    if (outcome === "conflict") this.deps.metrics.receiptConflicts.inc({ source });
+    if (outcome === "bound") this.enqueue(() => this.intake.reevaluateWaiting());
+    return outcome;
+  }
+
+  /**
+   * Asks the Harness for the receipt of every outstanding run whose receipt can still move (absent or not final)
+   * and binds what it answers; never resends.
+   */
   private async reconcile(): Promise<void> {
     try {
-      for (const run of await this.store.pendingRuns()) {
+      for (const run of (await this.store.pendingRuns()).filter(receiptMayStillMove)) {
         const live = this.live;
         if (!live) return;
         const answer = await live.link.request(
           { type: "receipt.get", idempotencyKey: run.idempotencyKey },
           receiptGetResultSchema,
         );
-        if (!answer.ok || !answer.value.receipt) continue;
-        const { outcome } = await this.store.bindReceipt(answer.value.receipt);
-        if (outcome === "conflict") this.deps.metrics.receiptConflicts.inc({ source: "receipt.get" });
-        if (outcome === "bound") this.enqueue(() => this.intake.reevaluateWaiting());
+        if (answer.ok && answer.value.receipt) await this.bindReceipt(answer.value.receipt, "receipt.get");
       }
     } catch (error) {
       this.log.warn({ err: errorMessage(error) }, "receipt reconciliation interrupted");

@@ -4,11 +4,11 @@ import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-result.js";
+import type { HeldResult } from "../../libs/os-store/held-result.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
-import { resolveLegacySummary } from "./legacy-summary.js";
+import { isLegacySummary, resolveLegacySummary } from "./legacy-summary.js";
 import { resolveMembers } from "./member-resolution.js";
 import { isVerdict, readCorrelatedClaim } from "./result-claim.js";
 import type { RouterMetrics } from "./router-metrics.js";
@@ -80,8 +80,7 @@ export class EventIntake {
 
   /** Re-evaluates every held result (after a receipt bound, and when a session starts). */
   async reevaluateWaiting(): Promise<void> {
-    for (const [field, json] of await this.store.waiting()) {
-      const entry = heldResultSchema.parse(JSON.parse(json));
+    for (const { field, held: entry } of await this.store.heldResults()) {
       const verdict = await this.evaluate(entry.frame, entry.origin);
       if (verdict.verdict !== "wait") await this.apply(verdict, entry.frame, entry.origin, undefined, field);
     }
@@ -89,10 +88,7 @@ export class EventIntake {
 
   private async evaluate(frame: Record<string, unknown>, origin: EventOrigin): Promise<Verdict> {
     const now = Date.now();
-    const payload = frame.payload;
-    const correlated = typeof payload === "object" && payload !== null && "correlation" in payload;
-    if (origin.kind === "turn.summary" && !correlated)
-      return resolveLegacySummary(this.store, frame, origin, now);
+    if (isLegacySummary(frame, origin.kind)) return resolveLegacySummary(this.store, frame, origin, now);
     const claim = readCorrelatedClaim(frame);
     if (isVerdict(claim)) return claim;
     return resolveMembers(this.store, claim, origin, now);

@@ -14,6 +14,24 @@ const legacySummaryEventSchema = harnessEventSchema.extend({
   runId: z.string().min(1).optional(),
 });
 
+/** A `turn.summary` without `payload.correlation` is read by the legacy rules below. */
+export function isLegacySummary(frame: Record<string, unknown>, kind: string): boolean {
+  const payload = frame.payload;
+  const correlated = typeof payload === "object" && payload !== null && "correlation" in payload;
+  return kind === "turn.summary" && !correlated;
+}
+
+/** The run a legacy summary names by its explicit key or run id, when it names exactly one that exists. */
+export async function legacySummaryRun(
+  store: RouterStore,
+  frame: Record<string, unknown>,
+): Promise<RunRecord | undefined> {
+  const parsed = legacySummaryEventSchema.safeParse(frame);
+  if (!parsed.success) return undefined;
+  const run = await explicitRun(store, parsed.data);
+  return "verdict" in run ? undefined : run;
+}
+
 /**
  * A `turn.summary` without correlation (today's single-input OS compatibility): applied only when every explicit
  * key or run id it carries names one and the same pending run of this agent, and that agent has no overlapping

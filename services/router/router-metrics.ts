@@ -11,6 +11,7 @@ export class RouterMetrics {
   readonly receiptConflicts: Counter;
   readonly sends: Counter;
   readonly sessions: Gauge;
+  readonly runDeadlines: Counter;
 
   private constructor(registry: Registry) {
     const registers = [registry];
@@ -31,6 +32,12 @@ export class RouterMetrics {
       name: "os_harness_sends_total",
       help: "turn.send / turn.stop requests by answer",
       labelNames: ["operation", "answer"],
+      registers,
+    });
+    this.runDeadlines = new Counter({
+      name: "os_run_deadlines_total",
+      help: "Pending runs the router ended unknown at their deadline, by reason",
+      labelNames: ["reason"],
       registers,
     });
     this.sessions = new Gauge({

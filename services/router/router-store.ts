@@ -1,6 +1,8 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import type { Receipt } from "../../libs/contract/receipt.js";
+import { EXPIRED_HELD_KEPT, type ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
+import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-result.js";
 import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { RejectionRecord } from "../../libs/os-store/result-record.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
@@ -31,6 +33,22 @@ const markSendFailedScript = LuaScript.fromFile(
   new URL("./lua/mark-send-failed-1.lua", import.meta.url),
   changedSchema,
 );
+
+const dueRunsScript = LuaScript.fromFile(
+  new URL("./lua/due-runs-1.lua", import.meta.url),
+  z.array(z.string().min(1)),
+);
+const endRunScript = LuaScript.fromFile(new URL("./lua/end-run-1.lua", import.meta.url), changedSchema);
+const expireHeldScript = LuaScript.fromFile(
+  new URL("./lua/expire-held-1.lua", import.meta.url),
+  changedSchema,
+);
+
+/** A result held in `B:waiting`, under the field it was held as. */
+export interface HeldEntry {
+  field: string;
+  held: HeldResult;
+}
 
 export type StageAction =
   | { action: "routed"; waitingField?: string }
@@ -85,8 +103,28 @@ export class RouterStore {
     return { transportInstanceId, cursor: Number(cursor) };
   }
 
-  async waiting(): Promise<Map<string, string>> {
-    return new Map(Object.entries(await this.redis.hgetall(this.device.waiting)));
+  async heldResults(): Promise<HeldEntry[]> {
+    const waiting = await this.redis.hgetall(this.device.waiting);
+    return Object.entries(waiting).map(([field, json]) => ({
+      field,
+      held: heldResultSchema.parse(JSON.parse(json)),
+    }));
+  }
+
+  /** Pending runs whose voice target expired before `dueBefore` (at most `limit`), indexing new runs first. */
+  async dueRuns(dueBefore: number, limit: number): Promise<string[]> {
+    return dueRunsScript.run(this.redis, [this.device.base], [dueBefore, limit]);
+  }
+
+  /** Ends a still-pending run `unknown` with `reason`; false when it had already ended. */
+  async endRun(runId: string, reason: string, now: number): Promise<boolean> {
+    return (await endRunScript.run(this.redis, [this.device.base], [runId, reason, now])) === 1;
+  }
+
+  /** Gives up a held result (rejection recorded, frame kept in `B:held-expired`); false when no longer held. */
+  async expireHeld(expired: ExpiredHeldResult, rejection: RejectionRecord): Promise<boolean> {
+    const args = [expired.id, JSON.stringify(rejection), JSON.stringify(expired), EXPIRED_HELD_KEPT];
+    return (await expireHeldScript.run(this.redis, [this.device.base], args)) === 1;
   }
 
   async bindReceipt(receipt: Receipt): Promise<{ outcome: BindOutcome; runId: string }> {

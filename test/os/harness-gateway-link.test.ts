@@ -71,7 +71,8 @@ describe("router against the real harness-gateway", () => {
       }),
     );
     const answer = await waitFor(
-      () => frames.find((frame) => frame.requestId === requestId),
+      // run.update frames name the requestId too; the answer is the `_result` frame.
+      () => frames.find((frame) => frame.requestId === requestId && frame.type === "voice.request_result"),
       (frame) => frame !== undefined,
     );
     expect(answer).toMatchObject({ type: "voice.request_result", receipt: { state: expect.any(String) } });

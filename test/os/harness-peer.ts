@@ -5,6 +5,7 @@ import { verifyToken } from "../../libs/auth/tokens.js";
 import {
   harnessRequestSchema,
   TURN_CORRELATION_V2,
+  type HarnessErrorCode,
   type HarnessRequest,
 } from "../../libs/contract/harness-wire.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
@@ -45,6 +46,8 @@ export class ScriptedHarnessPeer {
   originatingInstanceId = "originating-instance";
   /** How many of the next turn.send answers are "lost" (never sent). */
   dropSendAnswers = 0;
+  /** When set, every turn.send is refused with this code (nothing reserved, no receipt). */
+  refuseSends: HarnessErrorCode | undefined;
   private readonly sessions = new Map<string, WebSocket>();
 
   private constructor(private readonly server: WebSocketServer) {
@@ -139,6 +142,11 @@ export class ScriptedHarnessPeer {
         });
       case "turn.send":
       case "turn.stop": {
+        if (request.type === "turn.send" && this.refuseSends)
+          return reply({
+            type: "turn.send_result",
+            error: { code: this.refuseSends, message: "refused by the scripted peer" },
+          });
         const known = this.receipts.get(`${deviceId}|${request.idempotencyKey}`);
         const receipt = known ?? this.mint(deviceId, request);
         if (request.type === "turn.send" && this.dropSendAnswers > 0) {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
+import { runUpdateRecordSchema, type RunUpdateRecord } from "../../libs/contract/run-update.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import { registerRunScript, RunRegistration } from "../../services/device-gateway/run-registration.js";
@@ -38,6 +39,12 @@ export interface SeededRun {
   agentId?: string;
   serverInstanceId?: string;
   replyRoute?: "voice" | "display" | "silent";
+  /** Receipt state bound with `deliveryId` (default `delivered`). */
+  receiptState?: Receipt["state"];
+  /** When the run's voice target expires (default ten minutes from now). */
+  voiceTargetExpiresAt?: number;
+  /** Drops the send command the registration queued, so the router never sends the input (no receipt anywhere). */
+  unsent?: boolean;
 }
 
 /**
@@ -68,14 +75,18 @@ export async function seedRun(
       MACHINE,
       `prompt for ${spec.key}`,
       "voice-target-1",
-      now + 600_000,
+      spec.voiceTargetExpiresAt ?? now + 600_000,
       spec.replyRoute ?? "voice",
       now,
       command,
     ],
   );
+  if (spec.unsent) await t.redis.del(device.commands);
   if (spec.deliveryId) {
-    const receipt = receiptFor(spec.key, spec.deliveryId, spec.agentId ?? AGENT, spec.serverInstanceId);
+    const receipt: Receipt = {
+      ...receiptFor(spec.key, spec.deliveryId, spec.agentId ?? AGENT, spec.serverInstanceId),
+      state: spec.receiptState ?? "delivered",
+    };
     await new RouterStore(t.redis, device, "seed").bindReceipt(receipt);
     peer.remember(deviceId, receipt);
   }
@@ -144,6 +155,12 @@ export async function streamLength(t: TestRedis, name: string): Promise<number> 
 export async function rejectionsOf(t: TestRedis, deviceId: string) {
   const entries = await t.redis.xrange(new OsDeviceKeys(t.keys, deviceId).rejections, "-", "+");
   return entries.map(([, fields]) => JSON.parse(fields[1] ?? "{}") as { reason: string; rejectedBy: string });
+}
+
+/** The device's run.update log (`B:run-updates`), oldest first. */
+export async function runUpdatesOf(t: TestRedis, deviceId: string): Promise<RunUpdateRecord[]> {
+  const entries = await t.redis.xrange(new OsDeviceKeys(t.keys, deviceId).runUpdates, "-", "+");
+  return entries.map(([, fields]) => runUpdateRecordSchema.parse(JSON.parse(fields[1] ?? "null")));
 }
 
 let nextEventId = 100;

@@ -1,0 +1,139 @@
+import { receiptGetResultSchema } from "../../libs/contract/harness-wire.js";
+import type { Receipt } from "../../libs/contract/receipt.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
+import type { Logger } from "../../libs/logging/logger.js";
+import type { ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
+import { heldResultView } from "../../libs/os-store/held-result.js";
+import type { RejectionRecord } from "../../libs/os-store/result-record.js";
+import type { LiveLink } from "./command-processor.js";
+import { runsNamedBy } from "./held-result-runs.js";
+import type { RouterMetrics } from "./router-metrics.js";
+import type { BindOutcome, HeldEntry, RouterStore } from "./router-store.js";
+import { deadlineEndReason, receiptMayStillMove } from "./run-end-reason.js";
+
+/** Due runs handled per sweep; the rest are handled by the next one. */
+const DUE_PER_SWEEP = 64;
+
+interface HeldWait extends HeldEntry {
+  runIds: string[];
+}
+
+/**
+ * No run of one device stays `pending` for ever: every `everyMs` the runs whose voice target expired more than
+ * `graceMs` ago are asked for once (`receipt.get`, when the Harness link is live) and then ended `unknown` with the
+ * OS's reason; a held result whose runs have all ended is given up (rejected, its frame kept). Store changes run
+ * between frames (`exclusive`), never during one.
+ */
+export class RunDeadlines {
+  /** Due runs already asked for: the next sweep ends them without asking again. */
+  private asked = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly options: {
+      store: RouterStore;
+      live: () => LiveLink | undefined;
+      bindReceipt: (receipt: Receipt, source: "receipt.get") => Promise<BindOutcome>;
+      exclusive: (task: () => Promise<void>) => Promise<void>;
+      graceMs: number;
+      everyMs: number;
+      metrics: RouterMetrics;
+      log: Logger;
+    },
+  ) {}
+
+  start(): void {
+    this.timer = setTimeout(() => {
+      this.sweeping = this.sweep()
+        .catch((error: unknown) =>
+          this.options.log.warn({ err: errorMessage(error) }, "deadline sweep failed; retrying"),
+        )
+        .finally(() => {
+          if (!this.stopped) this.start();
+        });
+    }, this.options.everyMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.sweeping;
+  }
+
+  async sweep(now = Date.now()): Promise<void> {
+    const due = await this.options.store.dueRuns(now - this.options.graceMs, DUE_PER_SWEEP);
+    this.asked = new Set([...this.asked].filter((runId) => due.includes(runId)));
+    const ending: string[] = [];
+    for (const runId of due) if (await this.askedOnce(runId)) ending.push(runId);
+    await this.options.exclusive(async () => {
+      const held = await this.heldWaits();
+      const heldRuns = new Set(held.flatMap((wait) => wait.runIds));
+      for (const runId of ending) await this.end(runId, heldRuns.has(runId));
+      for (const wait of held) await this.giveUpIfOrphaned(wait);
+    });
+  }
+
+  /**
+   * Asks the Harness once for a due run's receipt and binds the answer (which may end the run with the Harness's
+   * reason). False when a receipt newly bound: a held result may apply now, so the run is judged at the next sweep.
+   */
+  private async askedOnce(runId: string): Promise<boolean> {
+    if (this.asked.has(runId)) return true;
+    this.asked.add(runId);
+    const run = await this.options.store.run(runId);
+    const live = this.options.live();
+    if (!run || !live || !receiptMayStillMove(run)) return true;
+    const answer = await live.link.request(
+      { type: "receipt.get", idempotencyKey: run.idempotencyKey },
+      receiptGetResultSchema,
+    );
+    if (!answer.ok || !answer.value.receipt) return true;
+    return (await this.options.bindReceipt(answer.value.receipt, "receipt.get")) !== "bound";
+  }
+
+  private async end(runId: string, heldResultNamesRun: boolean): Promise<void> {
+    const run = await this.options.store.run(runId);
+    if (run?.state !== "pending") return;
+    const reason = deadlineEndReason(run, heldResultNamesRun);
+    if (!(await this.options.store.endRun(runId, reason, Date.now()))) return;
+    this.options.metrics.runDeadlines.inc({ reason });
+    this.options.log.info({ runId, reason }, "run ended unknown at its deadline");
+  }
+
+  private async heldWaits(): Promise<HeldWait[]> {
+    const entries = await this.options.store.heldResults();
+    return Promise.all(
+      entries.map(async (entry) => ({ ...entry, runIds: await runsNamedBy(this.options.store, entry.held) })),
+    );
+  }
+
+  /** A held result none of whose runs is still pending can never apply: it is given up, with a trace. */
+  private async giveUpIfOrphaned(wait: HeldWait): Promise<void> {
+    const runs = await Promise.all(wait.runIds.map((runId) => this.options.store.run(runId)));
+    if (runs.some((run) => run?.state === "pending")) return;
+    const now = Date.now();
+    const reason = "RECEIPTS_NEVER_BOUND";
+    const expired: ExpiredHeldResult = { id: wait.field, held: wait.held, reason, expiredAt: now };
+    const view = heldResultView(wait.field, wait.held);
+    const rejection: RejectionRecord = {
+      reason,
+      detail: `every run it waited for ended before its receipt bound (${wait.runIds.join(", ") || "none"})`,
+      kind: wait.held.origin.kind,
+      agentId: wait.held.origin.agentId,
+      transportInstanceId: wait.held.origin.transportInstanceId,
+      eventId: wait.held.origin.eventId,
+      serverInstanceId: view.serverInstanceId ?? undefined,
+      resultId: view.resultId ?? undefined,
+      rejectedBy: "router",
+      at: now,
+    };
+    if (!(await this.options.store.expireHeld(expired, rejection))) return;
+    this.options.metrics.rejectedEvents.inc({ reason });
+    this.options.log.warn(
+      { id: wait.field, runIds: wait.runIds },
+      "held result given up: receipts never bound",
+    );
+  }
+}
