@@ -73,6 +73,8 @@ export type DisconnectEnding = "drop" | "close";
 const RETRY_PAUSE_MS = 250;
 const REQUEST_DEADLINE_MS = 120_000;
 const ANSWER_TIMEOUT_MS = 30_000;
+/** A `run.updates_since` unanswered this long on an open connection is sent again (the first stays on record). */
+const REPLAY_RETRY_MS = 5_000;
 
 /** Answers a frame with a value, or says to send the request again (with what came back). */
 type AnswerReading<T> = { done: true; value: T } | { done: false; failure: string };
@@ -302,11 +304,23 @@ export class ChaosLamp {
     this.resumeFeed(lamp, connection);
   }
 
-  /** Asks for everything after the last update handled; the answer and the replay arrive on this connection. */
+  /**
+   * Asks for everything after the last update handled; the answer and the replay arrive on this connection. Left
+   * unanswered, the request is sent again, as a real Lamp would.
+   */
   private resumeFeed(lamp: TestLamp, connection: number): void {
     const request = { requestId: randomUUID(), after: this.lastUpdateId };
     this.replayRequests.push({ connection, ...request, sentAt: Date.now() });
     lamp.send({ type: "run.updates_since", ...request });
+    const retry = setTimeout(() => {
+      if (!lamp.closed && this.current === lamp && !this.answered(request.requestId))
+        this.resumeFeed(lamp, connection);
+    }, REPLAY_RETRY_MS);
+    retry.unref();
+  }
+
+  private answered(requestId: string): boolean {
+    return this.feed.some((event) => event.kind !== "update" && event.requestId === requestId);
   }
 
   private onFrame(frame: Record<string, unknown>, connection: number): void {
