@@ -57,6 +57,7 @@ export function registerLampRoute(
       if (!authenticated) return socket.close(1008, "unauthorized");
       const { deviceId } = authenticated.principal;
       sockets.inc();
+      updates.attach(deviceId, socket);
       // Frames of one socket are answered in the order they arrived.
       let chain: Promise<void> = Promise.resolve();
       socket.on("message", (data) => {
@@ -83,11 +84,10 @@ export function registerLampRoute(
     },
   );
 
-  /** Presence first (a waiting playback is sent to this instance), then the update feed, then the wake-up. */
+  /** Presence first (a waiting playback is then sent to this instance), then the wake-up for waiting playbacks. */
   async function connected(deviceId: string, socket: WebSocket, issuedAt: number): Promise<void> {
     try {
       await connections.add(deviceId, socket, issuedAt);
-      await updates.attach(deviceId, socket);
       await appendToStream(redis, keys, LAMP_STREAMS.lampEvents, {
         kind: "lamp.connected",
         deviceId,

@@ -28,12 +28,20 @@ class SocketFeed {
   private chain: Promise<void> = Promise.resolve();
   private pumpQueued = false;
 
+  /** Where the socket is in the log; the first task of the chain sets it to the log's head at connect. */
+  private cursor = 0;
+
   constructor(
     private readonly options: FeedOptions,
     private readonly device: OsDeviceKeys,
     private readonly socket: WebSocket,
-    private cursor: number,
-  ) {}
+  ) {
+    this.enqueue(async () => {
+      this.cursor = await this.head();
+      // Anything appended between the head read and now is sent at once rather than at the next poke.
+      await this.sendAfterCursor();
+    });
+  }
 
   /** Sends whatever the log holds after the cursor (coalesced: one pending pump covers every poke before it). */
   pump(): void {
@@ -48,15 +56,18 @@ class SocketFeed {
   /** Answers `run.updates_since`, then replays from `after` and continues live. */
   resume(requestId: string, after: number): void {
     this.enqueue(async () => {
-      const { redis } = this.options;
-      const head = Number((await redis.get(this.device.runUpdateSequence)) ?? 0);
-      const [oldest] = await redis.xrange(this.device.runUpdates, "-", "+", "COUNT", 1);
+      const head = await this.head();
+      const [oldest] = await this.options.redis.xrange(this.device.runUpdates, "-", "+", "COUNT", 1);
       const oldestId = oldest ? updateIdOf(oldest[0]) : head + 1;
       const truncated = after > head || oldestId > after + 1;
       this.cursor = Math.min(after, head);
       this.write({ type: "run.updates_since_result", requestId, after, head, truncated });
       await this.sendAfterCursor();
     });
+  }
+
+  private async head(): Promise<number> {
+    return Number((await this.options.redis.get(this.device.runUpdateSequence)) ?? 0);
   }
 
   private enqueue(task: () => Promise<void>): void {
@@ -121,16 +132,14 @@ export class RunUpdateFeed {
     await subscriber.psubscribe(runUpdatesChannelPattern(this.options.keys));
   }
 
-  /** Starts the socket at the log's head: it gets every update appended from now on. */
-  async attach(deviceId: string, socket: WebSocket): Promise<void> {
-    const device = new OsDeviceKeys(this.options.keys, deviceId);
-    const head = Number((await this.options.redis.get(device.runUpdateSequence)) ?? 0);
+  /**
+   * Starts the socket at the log's head: it gets every update appended from now on. Called as the socket opens,
+   * before any of its frames is handled, so a `run.updates_since` always finds its feed.
+   */
+  attach(deviceId: string, socket: WebSocket): void {
     const feeds = this.feeds.get(deviceId) ?? new Map<WebSocket, SocketFeed>();
-    const feed = new SocketFeed(this.options, device, socket, head);
-    feeds.set(socket, feed);
+    feeds.set(socket, new SocketFeed(this.options, new OsDeviceKeys(this.options.keys, deviceId), socket));
     this.feeds.set(deviceId, feeds);
-    // Anything appended between the head read and the registration is sent now rather than at the next poke.
-    feed.pump();
   }
 
   detach(deviceId: string, socket: WebSocket): void {
