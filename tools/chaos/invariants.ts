@@ -129,16 +129,7 @@ export function checkHistory(
       malformedFrames: count("malformed frame to a Lamp"),
       ...feedFigures(history),
       cancels: tally(traffic.cancels.map((cancel) => `${cancel.moment}: ${cancel.answer}`)),
-      cancelledRunStates: tally(
-        history.lampFeeds
-          .flatMap(({ feed }) =>
-            feed.flatMap((event) =>
-              event.kind === "update" && event.update.change === "cancelled" ? [event.update] : [],
-            ),
-          )
-          .filter((update, index, all) => all.findIndex((u) => u.runId === update.runId) === index)
-          .map((update) => update.state),
-      ),
+      cancelledRunStates: tally([...cancelledStates(history).values()]),
       runsUnknownByReason: tally(
         runs.filter((run) => run.state === "unknown").map((run) => run.endReason ?? "unspecified"),
       ),
@@ -292,22 +283,34 @@ function runEnds(history: CampaignHistory): Map<string, number> {
 }
 
 /**
+ * Two processes stamp `cancelledAt` and `sendingAt` before their scripts run, so close stamps do not say which
+ * script ran first; a claim this much later than the cancel did run after it.
+ */
+const CLAIM_AFTER_CANCEL_ALLOWANCE_MS = 1_000;
+
+/**
  * Nothing is spoken for a cancelled run: an answer or failure notice whose owning run (the newest member, whose
  * route speaks; a single-member result's only run) was cancelled before the playback was claimed for sending must
- * never reach the Lamp. A playback claimed before the cancel may already be playing and is not unsaid.
+ * never reach the Lamp. A cancel whose run.update saw the run still pending ran before the result was even stored;
+ * a later one is judged by the claim's stamp. A playback claimed before the cancel may already be playing.
  */
 function cancelledSpoken(history: CampaignHistory): Violation[] {
   const runs = new Map(history.runs.map((run) => [`${run.deviceId}|${run.runId}`, run]));
   const results = new Map(
     history.osResults.map((result) => [`${result.deviceId}|${result.resultId}`, result]),
   );
+  const stateAtCancel = cancelledStates(history);
   return history.playbacks.flatMap(({ deviceId, record }) => {
     if (record.kind === "repeat") return [];
     const members = results.get(`${deviceId}|${record.resultId}`)?.members ?? [];
     const ownerId = record.newestRunId ?? (members.length === 1 ? members[0]?.runId : undefined);
     const owner = ownerId === undefined ? undefined : runs.get(`${deviceId}|${ownerId}`);
     if (owner?.cancelledAt === undefined) return [];
-    if (record.sendingAt !== undefined && record.sendingAt <= owner.cancelledAt) return [];
+    const cancelledWhilePending = stateAtCancel.get(`${deviceId}|${owner.runId}`) === "pending";
+    const claimedAfterCancel =
+      record.sendingAt !== undefined &&
+      record.sendingAt > owner.cancelledAt + CLAIM_AFTER_CANCEL_ALLOWANCE_MS;
+    if (!cancelledWhilePending && !claimedAfterCancel) return [];
     const spoken = history.received.filter(
       (p) => p.deviceId === deviceId && p.playbackId === record.playbackId,
     );
@@ -318,10 +321,25 @@ function cancelledSpoken(history: CampaignHistory): Violation[] {
         detail:
           `${deviceId} ${record.kind} ${record.playbackId} of result ${record.resultId} reached the Lamp ` +
           `${spoken.length}× though run ${owner.runId} was cancelled at ${owner.cancelledAt} ` +
-          `(claimed for sending at ${record.sendingAt ?? "never"}, state ${record.state})`,
+          `(${cancelledWhilePending ? "while pending" : "after its result"}; claimed for sending at ` +
+          `${record.sendingAt ?? "never"}, state ${record.state})`,
       },
     ];
   });
+}
+
+/** deviceId|runId → the run's state in its first `cancelled` run.update (Lamp-received or in the device's log). */
+function cancelledStates(history: CampaignHistory): Map<string, string> {
+  const states = new Map<string, string>();
+  const note = (deviceId: string, update: { runId: string; change: string; state: string }) => {
+    const key = `${deviceId}|${update.runId}`;
+    if (update.change === "cancelled" && !states.has(key)) states.set(key, update.state);
+  };
+  for (const { deviceId, entries } of history.updateLogs)
+    for (const { record } of entries) note(deviceId, record);
+  for (const { deviceId, feed } of history.lampFeeds)
+    for (const event of feed) if (event.kind === "update") note(deviceId, event.update);
+  return states;
 }
 
 /** Each uncertain playback with what the Lamp side knows about why no ack arrived. */
