@@ -80,7 +80,10 @@ const stepResultSchema = z
     gatewayId: gatewayId || undefined,
     /** With `offline`: when the job checks for the Lamp again (epoch ms). */
     waitUntil: waitUntil === "" ? undefined : waitUntil,
-  }));
+  }))
+  .refine((step) => (step.verdict === "offline") === (step.waitUntil !== undefined), {
+    message: "offline, and only offline, says when to check again",
+  });
 export type StepResult = z.infer<typeof stepResultSchema>;
 
 const createdSchema = z.union([z.literal(0), z.literal(1)]);
