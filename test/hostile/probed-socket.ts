@@ -66,9 +66,7 @@ export class ProbedSocket {
     if (this.mode === "sentinel")
       this.socket.send(JSON.stringify({ type: "voice.cancel", requestId: marker }));
     const done = (frames: Json[]) =>
-      this.mode === "sentinel"
-        ? frames.some((answer) => answer.requestId === marker)
-        : frames.some((answer) => typeof answer.type === "string" && answer.type.endsWith("_result"));
+      this.mode === "sentinel" ? frames.some((answer) => answer.requestId === marker) : frames.some(isAnswer);
     const deadline = Date.now() + timeoutMs;
     while (!done(this.pending) && this.closeCode === undefined) {
       if (Date.now() > deadline) throw new Error(`no answer to ${frame.text.slice(0, 300)}`);
@@ -82,7 +80,10 @@ export class ProbedSocket {
     }
     this.wake = undefined;
     const raw = this.rawPending.splice(0).join("\n");
-    const answers = this.pending.splice(0).filter((answer) => answer.requestId !== marker);
+    // Pushed frames (run.update, playback.start) arrive at any time and answer nothing.
+    const answers = this.pending
+      .splice(0)
+      .filter((answer) => answer.requestId !== marker && isAnswer(answer));
     return { answers, raw, ...(this.closeCode === undefined ? {} : { closed: this.closeCode }) };
   }
 
@@ -90,5 +91,7 @@ export class ProbedSocket {
     this.socket.close();
   }
 }
+
+const isAnswer = (frame: Json) => typeof frame.type === "string" && frame.type.endsWith("_result");
 
 export const frameBytes = (frame: WireFrame) => Buffer.byteLength(frame.text, "utf8");
