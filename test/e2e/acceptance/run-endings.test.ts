@@ -80,9 +80,9 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
   }) => {
     const { lamp, probe } = await device("lamp-end-failed");
     const a = await say(lamp, "lamp-end-failed", AGENTS.failing, "Anything.");
-    const resolved = await lamp.waitForRunUpdate(a.runId, (update) => update.change === "resolved");
+    const resolved = await lamp.waitForRunUpdate(a.runId, (update) => update.change === "resolved", 60_000);
     expect(resolved).toMatchObject({ state: "resolved", outcome: "failed", requestId: a.requestId });
-    const [notice] = await lamp.waitForUtterances(1, 30_000);
+    const [notice] = await lamp.waitForUtterances(1, 60_000);
     await probe.settled();
     const run = await probe.run(a.runId);
     const result = await probe.result(run.resultId ?? "");
@@ -103,7 +103,9 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
     const { lamp, probe } = await device("lamp-end-cancel");
     const a = await say(lamp, "lamp-end-cancel", AGENTS.cancelled, "Start a long task.");
     await lamp.cancel(a.runId);
-    expect(await lamp.waitForRunUpdate(a.runId, (update) => update.change === "cancelled")).toMatchObject({
+    expect(
+      await lamp.waitForRunUpdate(a.runId, (update) => update.change === "cancelled", 60_000),
+    ).toMatchObject({
       state: "pending",
       requestId: a.requestId,
     });
@@ -159,7 +161,7 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
     const back = await device(deviceId);
     const replay = await back.lamp.updatesSince(lastUpdateId(lamp));
     expect(replay).toMatchObject({ type: "run.updates_since_result", truncated: false });
-    const [answer] = await back.lamp.waitForUtterances(1, 30_000);
+    const [answer] = await back.lamp.waitForUtterances(1, 60_000);
     await probe.settled();
     expect(answer).toMatchObject({ resultId: run.resultId, voiceTargetId: "target-1" });
     expect(back.lamp.utterances).toHaveLength(1);
@@ -187,7 +189,11 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
     );
     const back = await device(deviceId);
     await back.lamp.updatesSince(lastUpdateId(lamp));
-    const told = await back.lamp.waitForRunUpdate(a.runId, (update) => update.change === "suppressed");
+    const told = await back.lamp.waitForRunUpdate(
+      a.runId,
+      (update) => update.change === "suppressed",
+      60_000,
+    );
     await probe.settled();
     expect(told).toMatchObject({ state: "resolved", outcome: "completed", reason: "expired" });
     expect((await probe.result(run.resultId ?? ""))?.playback).toMatchObject({
@@ -219,9 +225,9 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
     const deviceId = "lamp-end-repeat";
     const { lamp, probe } = await device(deviceId);
     await say(lamp, deviceId, AGENTS.repeat, "First, in the kitchen.", { voiceTargetId: "kitchen" });
-    const [first] = await lamp.waitForUtterances(1, 30_000);
+    const [first] = await lamp.waitForUtterances(1, 60_000);
     await say(lamp, deviceId, AGENTS.repeat, "Then, at the desk.", { voiceTargetId: "desk" });
-    await lamp.waitForUtterances(2, 30_000);
+    await lamp.waitForUtterances(2, 60_000);
     const resultId = first?.resultId ?? "";
     await lamp.repeat(resultId);
     await until(
@@ -250,7 +256,11 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
     const { lamp, probe } = await device(deviceId);
     await say(lamp, deviceId, AGENTS.queued, "First task.");
     const b = await say(lamp, deviceId, AGENTS.queued, "Second, while the first runs.");
-    const queued = await lamp.waitForRunUpdate(b.runId, (update) => update.input?.mode === "native_queue");
+    const queued = await lamp.waitForRunUpdate(
+      b.runId,
+      (update) => update.input?.mode === "native_queue",
+      60_000,
+    );
     expect(queued).toMatchObject({ change: "receipt", state: "pending" });
     await lamp.waitForUtterances(2, 60_000);
     await probe.settled();
