@@ -74,7 +74,8 @@ const updatesOf = (lamp: TestLamp, runId: string) =>
   lamp.runUpdates.filter((update) => update.runId === runId);
 const lastUpdateId = (lamp: TestLamp) => Math.max(0, ...lamp.runUpdates.map((update) => update.updateId));
 
-describe.concurrent("Every voice request ends, and the Lamp knows how", () => {
+// Concurrent: each case has its own device and agent, and the 90 s outage overlaps the others.
+describe.concurrent("Every voice request ends, and the Lamp knows how", { timeout: 150_000 }, () => {
   it("a failed result speaks the short notice once, never its text, and the Lamp is told it failed; a repeat of it is refused", async ({
     expect,
   }) => {
