@@ -46,6 +46,18 @@ const jobOf = (deviceId: string, playbackId: string) => Job.fromId(jobs, playbac
 const startsFor = async (deviceId: string) =>
   (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId);
 
+/** The Lamp connects: the waiting answer is sent once and played. */
+async function connectAndExpectSpokenOnce(deviceId: string, resultKey: string): Promise<void> {
+  await os.lampConnected(deviceId);
+  expect(
+    await waitFor(
+      () => os.outbox(deviceId, resultKey),
+      (entry) => entry?.lastAck === "finished",
+    ),
+  ).toMatchObject({ state: "played" });
+  expect(await startsFor(deviceId)).toHaveLength(1);
+}
+
 async function queuedAnswer(deviceId: string, resultId: string) {
   await os.seedRun(deviceId, { runId: "a", createdAt: 1 });
   const resultKey = await os.seedResolvedResult(deviceId, { resultId, runIds: ["a"] });
@@ -69,14 +81,7 @@ describe("late delivery: a playback waits for the Lamp", () => {
     expect(waited?.attemptsMade).toBe(0);
     expect(await os.outbox(deviceId, resultKey)).toMatchObject({ state: "queued" });
 
-    await os.lampConnected(deviceId);
-    expect(
-      await waitFor(
-        () => os.outbox(deviceId, resultKey),
-        (entry) => entry?.lastAck === "finished",
-      ),
-    ).toMatchObject({ state: "played" });
-    expect(await startsFor(deviceId)).toHaveLength(1);
+    await connectAndExpectSpokenOnce(deviceId, resultKey);
     expect(await os.runUpdates(deviceId)).toEqual([]);
   });
 
@@ -127,13 +132,6 @@ describe("late delivery: a playback waits for the Lamp", () => {
     expect(Date.now() - stopping).toBeLessThan(2_000);
     service = await startTtsDispatcher(t, LATE_DELIVERY_ENV);
 
-    await os.lampConnected(deviceId);
-    expect(
-      await waitFor(
-        () => os.outbox(deviceId, resultKey),
-        (entry) => entry?.lastAck === "finished",
-      ),
-    ).toMatchObject({ state: "played" });
-    expect(await startsFor(deviceId)).toHaveLength(1);
+    await connectAndExpectSpokenOnce(deviceId, resultKey);
   });
 });
