@@ -141,7 +141,7 @@ describe("lamp-playback worker", () => {
     expect(await startsFor(deviceId)).toHaveLength(1);
   });
 
-  it("waits while no Lamp is connected, spending no attempt, and is spoken once within a second of lamp.connected", async () => {
+  it("waits while no Lamp is connected, spending no attempt, and is spoken once on lamp.connected, long before a re-check", async () => {
     const deviceId = newDevice();
     lamp = new StreamLamp(os).start();
     const resultKey = await resolvedFor(deviceId, "r-offline-then-online", { runId: "a", createdAt: 1 });
@@ -149,16 +149,17 @@ describe("lamp-playback worker", () => {
     expect(await waitingForLamp(deviceId, playbackId)).toBe(true);
     expect(await attemptsMade(playbackJobId(deviceId, playbackId))).toBe(0);
 
-    // The service re-checks only every 30 s (the default): being spoken within a second is the reconnect's doing.
+    // The service re-checks only every 30 s (the default): being spoken well before that is the reconnect's doing
+    // (the promoted-wake count below says so too; the margin is for a loaded machine, not a latency goal).
     const connectedAt = Date.now();
     await os.lampConnected(deviceId);
     const entry = await waitFor(
       () => os.outbox(deviceId, resultKey),
       (value) => value?.state === "played",
-      { timeoutMs: 1_000 },
+      { timeoutMs: 20_000 },
     );
     expect(entry).toMatchObject({ state: "played" });
-    expect((entry?.sendingAt ?? Infinity) - connectedAt).toBeLessThan(1_000);
+    expect((entry?.sendingAt ?? Infinity) - connectedAt).toBeLessThan(20_000);
     expect(await startsFor(deviceId)).toHaveLength(1);
     expect(await os.awaitingLamp(deviceId)).toEqual([]);
     expect(await metricsText()).toMatch(/tts_playback_lamp_wakes_total\{outcome="promoted"\} [1-9]/);
@@ -186,7 +187,8 @@ describe("lamp-playback worker", () => {
     const resultKey = await resolvedFor(deviceId, "r-expires-while-offline", {
       runId: "a",
       createdAt: 1,
-      voiceTargetExpiresAt: Date.now() + 400,
+      // Long enough for the claim to find the target valid on a loaded machine, short enough to wait out.
+      voiceTargetExpiresAt: Date.now() + 3_000,
     });
     const playbackId = String((await outboxIn(deviceId, resultKey, "queued"))?.playbackId);
     expect(await waitingForLamp(deviceId, playbackId)).toBe(true);
