@@ -9,6 +9,7 @@ import {
   type HarnessRequest,
 } from "../../libs/contract/harness-wire.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
+import { waitFor } from "../helpers/test-redis.js";
 
 export interface ReceivedFrame {
   deviceId: string;
@@ -69,8 +70,9 @@ export class ScriptedHarnessPeer {
       path: "/v1/harness/ws",
       verifyClient: (info, done) => {
         const token = /^Bearer\s+(\S+)$/i.exec(info.req.headers.authorization ?? "")?.[1] ?? "";
-        verifyToken(secret, token).then(
+        verifyToken(secret, token, "harness").then(
           (principal) => {
+            if (principal.role !== "os") return done(false, 401);
             authenticated.set(info.req, principal.deviceId);
             done(true);
           },
@@ -89,6 +91,12 @@ export class ScriptedHarnessPeer {
 
   connected(deviceId: string): boolean {
     return this.sessions.has(deviceId);
+  }
+
+  /** Waits until the router opened the device's session; fails loudly instead of letting a later push throw. */
+  async untilConnected(deviceId: string, timeoutMs = 30_000): Promise<void> {
+    if (!(await waitFor(() => this.connected(deviceId), Boolean, { timeoutMs })))
+      throw new Error(`the router opened no harness session for ${deviceId} within ${timeoutMs} ms`);
   }
 
   framesOf(deviceId: string, type: HarnessRequest["type"]): HarnessRequest[] {

@@ -8,7 +8,7 @@ import { runResolverService } from "../../services/run-resolver/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
 import {
-  JWT_SECRET,
+  HARNESS_SECRET,
   osEnv,
   pushAndSettle,
   receiptFor,
@@ -28,13 +28,13 @@ let runs: Record<string, string>;
 
 beforeEach(async () => {
   t = createTestRedis("validate");
-  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
   runs = {
     A: await seedRun(t, peer, DEVICE, { key: "key-A", deliveryId: "delivery-A" }),
     B: await seedRun(t, peer, DEVICE, { key: "key-B", deliveryId: "delivery-B" }),
   };
   services = await hostServices("test", [routerService, runResolverService], osEnv(t, peer));
-  await waitFor(() => peer.connected(DEVICE), Boolean);
+  await peer.untilConnected(DEVICE);
 });
 
 afterEach(async () => {
@@ -343,7 +343,7 @@ describe("router: a store failure applies nothing and does not advance the curso
     expect(await t.redis.smembers(`${device.base}:rejections-ids`)).toEqual([]);
 
     await t.redis.del(device.rejections);
-    await waitFor(() => peer.connected(DEVICE), Boolean);
+    await peer.untilConnected(DEVICE);
     await push(rejected); // the Harness replays what followed the cursor
     expect((await rejectionsOf(t, DEVICE)).map((r) => r.reason)).toEqual(["UNKNOWN_MEMBER"]);
     expect(await t.redis.hget(device.cursor, "cursor")).toBe(String(rejected.eventId));

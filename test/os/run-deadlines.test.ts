@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { signToken } from "../../libs/auth/tokens.js";
 import { OS_END_REASONS } from "../../libs/contract/run-update.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
@@ -10,7 +9,8 @@ import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.
 import { ScriptedHarnessPeer } from "./harness-peer.js";
 import {
   AGENT,
-  JWT_SECRET,
+  HARNESS_SECRET,
+  osToken,
   MACHINE,
   osEnv,
   pushAndSettle,
@@ -35,7 +35,7 @@ let device: OsDeviceKeys;
 
 beforeEach(async () => {
   t = createTestRedis("deadlines");
-  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
   device = new OsDeviceKeys(t.keys, DEVICE);
 });
 
@@ -58,7 +58,7 @@ async function startOs(): Promise<HostedServices> {
       RUN_DEADLINE_SWEEP_MS: "100",
     }),
   );
-  await waitFor(() => peer.connected(DEVICE), Boolean);
+  await peer.untilConnected(DEVICE);
   return services;
 }
 
@@ -176,7 +176,7 @@ describe("router: a run still pending at its deadline ends unknown with the OS's
       { reason: "RECEIPTS_NEVER_BOUND", rejectedBy: "router", resultId: "r-held", eventId: held.eventId },
     ]);
 
-    const token = await signToken(JWT_SECRET, { sub: DEVICE });
+    const token = await osToken(DEVICE);
     const get = (path: string) =>
       fetch(`${os.url}${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json());
     expect(await get("/v1/held-results")).toEqual({ deviceId: DEVICE, heldResults: [] });
