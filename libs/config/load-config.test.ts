@@ -33,5 +33,6 @@ describe("configuration", () => {
     const code = await child.exit();
     expect(code).toBe(78);
     expect(child.log.trim().split("\n")).toEqual([expect.stringMatching(/^invalid configuration: PORT: /)]);
-  });
+    // Starting tsx and loading every service module takes a while on a loaded 2-core machine.
+  }, 90_000);
 });
