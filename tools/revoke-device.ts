@@ -11,8 +11,9 @@ import { revokeDevice } from "../services/harness-gateway/revocation/device-revo
 /**
  * `tsx tools/revoke-device.ts --device lamp-1 [--side both|harness|os]`: the operator's offline twin of
  * `DELETE /v1/admin/devices/:id` (Harness: deletes the device's receipts, results and event log, refuses its older
- * tokens, closes its sessions) and `DELETE /v1/lamp/devices/:id` (OS: refuses its older Lamp tokens, closes its Lamp
- * sockets). Uses REDIS_URL and KEY_PREFIX; prints what was done as JSON.
+ * Harness tokens, closes its sessions) and `DELETE /v1/lamp/devices/:id` (OS: refuses its older tokens at the Lamp
+ * socket, the OS API and the Harness, closes its Lamp sockets and the router's Harness session, which stays closed
+ * until the Lamp connects with a newer token). Uses REDIS_URL and KEY_PREFIX; prints what was done as JSON.
  */
 const base = loadConfigOrExit(baseEnvSchema);
 const { values } = parseArgs({ options: { device: { type: "string" }, side: { type: "string" } } });

@@ -1,16 +1,30 @@
 import { decodeJwt } from "jose";
-import { AuthError, bearerToken, issuedBeforeRevocation, verifyToken, type Principal } from "./tokens.js";
+import {
+  AuthError,
+  bearerToken,
+  issuedBeforeRevocation,
+  verifyToken,
+  type Audience,
+  type Principal,
+} from "./tokens.js";
 
 export type BearerAuthentication =
   | { ok: true; principal: Principal; issuedAt: number }
   | { ok: false; code: "UNAUTHORIZED" | "REVOKED"; message: string };
 
+/** What a surface verifies its tokens with: its own audience and the secret that signs that audience. */
+export interface TokenSurface {
+  audience: Audience;
+  secret: string;
+}
+
 /**
- * Checks `Authorization: Bearer <JWT>` (HS256 signature, expiry, claims) and refuses a token issued no later than
- * its device's last revocation, as each side records it (`revokedAt`, epoch ms). Both gateways authenticate this way.
+ * Checks `Authorization: Bearer <JWT>` (audience, HS256 signature, expiry, claims) and refuses a token issued no
+ * later than its device's last revocation, as each side records it (`revokedAt`, epoch ms). Both gateways
+ * authenticate this way.
  */
 export async function authenticateBearer(
-  secret: string,
+  surface: TokenSurface,
   authorization: string | undefined,
   revokedAt: (deviceId: string) => Promise<number | undefined>,
 ): Promise<BearerAuthentication> {
@@ -18,7 +32,7 @@ export async function authenticateBearer(
   if (!token) return { ok: false, code: "UNAUTHORIZED", message: "missing bearer token" };
   let principal: Principal;
   try {
-    principal = await verifyToken(secret, token);
+    principal = await verifyToken(surface.secret, token, surface.audience);
   } catch (error) {
     const message = error instanceof AuthError ? error.message : "invalid token";
     return { ok: false, code: "UNAUTHORIZED", message };

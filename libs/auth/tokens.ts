@@ -1,46 +1,79 @@
-import { jwtVerify, SignJWT } from "jose";
+import { decodeJwt, jwtVerify, SignJWT } from "jose";
 import { z } from "zod";
 
 /** Device ids come only from a verified credential; this shape keeps them safe inside Redis key hash tags. */
 export const deviceIdSchema = z.string().regex(/^[A-Za-z0-9_.@-]{1,128}$/);
 
-export const roleSchema = z.enum(["device", "operator"]);
+/**
+ * The surface a token opens (JWT `aud`): `os` for the Lamp socket and the OS API (signed with AUTH_JWT_SECRET),
+ * `harness` for Harness peers and the Harness admin route (signed with HARNESS_JWT_SECRET). A token opens one
+ * surface only, even when an operator configures both secrets alike.
+ */
+export const audienceSchema = z.enum(["os", "harness"]);
+export type Audience = z.infer<typeof audienceSchema>;
+
+/** Who may hold a token of each audience: a Lamp or an operator at the OS, the OS (for one device) or an operator at the Harness. */
+export const ROLES = { os: ["device", "operator"], harness: ["os", "operator"] } as const;
+export type Role<A extends Audience = Audience> = (typeof ROLES)[A][number];
 
 export interface Principal {
+  /** The token's `sub`: the device, or the operator's name for an operator token. */
   deviceId: string;
-  role: z.infer<typeof roleSchema>;
+  role: Role;
+  audience: Audience;
 }
 
 export class AuthError extends Error {
   readonly code = "UNAUTHORIZED";
 }
 
-const claimsSchema = z.object({ sub: deviceIdSchema, role: roleSchema.default("device"), exp: z.number() });
-
 const keyOf = (secret: string) => new TextEncoder().encode(secret);
 
-export async function signToken(
-  secret: string,
-  claims: { sub: string; role?: Principal["role"]; expiresInSeconds?: number },
-): Promise<string> {
+export type TokenClaims = {
+  [A in Audience]: { audience: A; sub: string; role: Role<A>; expiresInSeconds?: number };
+}[Audience];
+
+export async function signToken(secret: string, claims: TokenClaims): Promise<string> {
   const expiresAt = Math.floor(Date.now() / 1000) + (claims.expiresInSeconds ?? 24 * 3600);
-  return new SignJWT({ role: claims.role ?? "device" })
+  return new SignJWT({ role: claims.role })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setAudience(claims.audience)
     .setSubject(claims.sub)
     .setIssuedAt()
     .setExpirationTime(expiresAt)
     .sign(keyOf(secret));
 }
 
-/** HS256 signature, expiry and claim shape are all checked; any failure is an AuthError. */
-export async function verifyToken(secret: string, token: string): Promise<Principal> {
+/**
+ * The audience is checked first, so a token for the other surface (or one without `aud`) is refused with a message
+ * that says so, whatever its signature; then HS256 signature, expiry and claim shape. Any failure is an AuthError.
+ */
+export async function verifyToken(secret: string, token: string, audience: Audience): Promise<Principal> {
+  assertAudience(token, audience);
   try {
-    const { payload } = await jwtVerify(token, keyOf(secret), { algorithms: ["HS256"] });
-    const claims = claimsSchema.parse(payload);
-    return { deviceId: claims.sub, role: claims.role };
+    const { payload } = await jwtVerify(token, keyOf(secret), { algorithms: ["HS256"], audience });
+    const claims = z
+      .object({ sub: deviceIdSchema, role: z.enum(ROLES[audience]), exp: z.number() })
+      .parse(payload);
+    return { deviceId: claims.sub, role: claims.role, audience };
   } catch (error) {
     throw new AuthError(error instanceof Error ? error.message : "invalid token");
   }
+}
+
+function assertAudience(token: string, audience: Audience): void {
+  let aud: unknown;
+  try {
+    aud = decodeJwt(token).aud;
+  } catch {
+    throw new AuthError("malformed token");
+  }
+  if (aud === undefined)
+    throw new AuthError(`token has no audience (aud); this surface accepts "${audience}"`);
+  if (aud !== audience)
+    throw new AuthError(
+      `token audience ${JSON.stringify(aud)} is not accepted here; this surface accepts "${audience}"`,
+    );
 }
 
 /**

@@ -31,3 +31,25 @@ export const baseEnvSchema = z.object({
 });
 
 export type BaseEnv = z.infer<typeof baseEnvSchema>;
+
+/** Values published in docs, samples and old defaults: a deployment that signs with one accepts anyone's token. */
+const PLACEHOLDER_SECRETS = new Set([
+  "change-me",
+  "changeme",
+  "dev-secret-change-me",
+  "secret",
+  "jwt-secret",
+]);
+const PLACEHOLDER_WORDS = /change-?me|replace-?me|placeholder/i;
+const GENERATE_HINT = "generate one with `openssl rand -hex 32`";
+
+/** A JWT signing secret: 32 bytes or more and no known placeholder, or the service refuses to start. */
+export const envJwtSecret = z
+  .string({ error: `required (32+ bytes); ${GENERATE_HINT}` })
+  .refine((value) => !PLACEHOLDER_SECRETS.has(value.toLowerCase()) && !PLACEHOLDER_WORDS.test(value), {
+    message: `a published placeholder, not a secret; ${GENERATE_HINT}`,
+    abort: true,
+  })
+  .refine((value) => Buffer.byteLength(value, "utf8") >= 32, {
+    message: `shorter than 32 bytes; ${GENERATE_HINT}`,
+  });

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
-import { lampRevocationsChannel, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { HarnessDeviceKeys, revocationsChannel } from "../../libs/harness-store/harness-keys.js";
+import { knownDevicesKey, lampRevocationsChannel, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 
 export interface LampRevocationReport {
@@ -8,9 +9,11 @@ export interface LampRevocationReport {
 }
 
 /**
- * Revokes a device's Lamp credentials on the OS side: tokens issued until now are refused at `/v1/lamp/ws` and the OS
- * API, and every gateway closes the device's open sockets. Its runs and results stay (they are the owner's history);
- * a token issued afterwards works again.
+ * Revokes a device everywhere at once, from the OS side: tokens issued until now are refused at `/v1/lamp/ws` and the
+ * OS API (the OS's record) and at `/v1/harness/ws` (the Harness's record, same hash tag); every gateway closes the
+ * device's Lamp sockets and Harness sessions, the router's included. The device leaves the known set, so the router
+ * opens no new session for it until its Lamp connects again with a newer token. Its runs and results stay (the
+ * owner's history), and so does its Harness data (that is the Harness revocation's job).
  */
 export async function revokeLamp(
   redis: Redis,
@@ -18,10 +21,14 @@ export async function revokeLamp(
   deviceId: string,
   now = Date.now(),
 ): Promise<LampRevocationReport> {
+  // Out of the known set before any session is told to close, so the router's reconnect finds it gone.
+  await redis.srem(knownDevicesKey(keys), deviceId);
   await redis
     .multi()
     .set(new OsDeviceKeys(keys, deviceId).revokedAt, String(now))
+    .set(new HarnessDeviceKeys(keys, deviceId).revokedAt, String(now))
     .publish(lampRevocationsChannel(keys), deviceId)
+    .publish(revocationsChannel(keys), deviceId)
     .exec();
   return { deviceId, revokedAt: new Date(now).toISOString() };
 }

@@ -4,7 +4,10 @@ import { authenticateBearer, type BearerAuthentication } from "../../libs/auth/b
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { lampRevokedAt } from "./lamp-revocation.js";
 
-/** The caller of a Lamp or API request, from its Bearer JWT only, checked against the OS's Lamp revocation record. */
+/**
+ * The caller of a Lamp or API request, from its Bearer JWT only (aud `os`, AUTH_JWT_SECRET), checked against the OS's
+ * Lamp revocation record. Harness tokens (aud `harness`) are refused here whatever the secrets.
+ */
 export class LampAuthenticator {
   constructor(
     private readonly redis: Redis,
@@ -13,8 +16,10 @@ export class LampAuthenticator {
   ) {}
 
   authenticate(request: FastifyRequest): Promise<BearerAuthentication> {
-    return authenticateBearer(this.secret, request.headers.authorization, (deviceId) =>
-      lampRevokedAt(this.redis, this.keys, deviceId),
+    return authenticateBearer(
+      { audience: "os", secret: this.secret },
+      request.headers.authorization,
+      (deviceId) => lampRevokedAt(this.redis, this.keys, deviceId),
     );
   }
 }

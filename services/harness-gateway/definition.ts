@@ -65,7 +65,7 @@ export const harnessGatewayService = defineService({
     registerHarnessRoute(ctx.http, {
       redis,
       keys: ctx.keys,
-      secret: config.AUTH_JWT_SECRET,
+      secret: config.HARNESS_JWT_SECRET,
       registry,
       deps: {
         config,
@@ -78,7 +78,7 @@ export const harnessGatewayService = defineService({
         log: ctx.log,
       },
     });
-    registerAdminRoutes(ctx.http, redis, ctx.keys, config.AUTH_JWT_SECRET);
+    registerAdminRoutes(ctx.http, redis, ctx.keys, config.HARNESS_JWT_SECRET);
 
     const sweep = () =>
       sweepUndispatched(redis, ctx.keys, reservations, config.DISPATCH_SWEEP_MIN_AGE_MS, ctx.log);

@@ -8,7 +8,7 @@ import {
 } from "../../libs/contract/harness-wire.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -50,6 +50,7 @@ export class DeviceSession {
   private queue: Promise<void> = Promise.resolve();
   private active = true;
   private loop: Promise<void> | undefined;
+  private known = true;
   private readonly log: Logger;
 
   constructor(private readonly deps: SessionDeps) {
@@ -103,7 +104,7 @@ export class DeviceSession {
   private async run(): Promise<void> {
     while (this.active) {
       try {
-        await this.connectOnce();
+        if (await this.mayHoldSession()) await this.connectOnce();
       } catch (error) {
         this.log.warn({ err: errorMessage(error) }, "harness session ended");
       }
@@ -112,13 +113,31 @@ export class DeviceSession {
     }
   }
 
+  /**
+   * A revoked device leaves the known set (`revokeLamp`) and comes back only when its Lamp connects with a newer
+   * token; until then this replica keeps the lease but opens no Harness session, so nothing runs for the device.
+   */
+  private async mayHoldSession(): Promise<boolean> {
+    const known =
+      (await this.deps.redis.sismember(knownDevicesKey(this.deps.keys), this.deps.deviceId)) === 1;
+    if (known !== this.known)
+      this.log.info({ known }, known ? "device known again" : "device revoked; no harness session");
+    this.known = known;
+    return known;
+  }
+
   private async connectOnce(): Promise<void> {
     await this.queue;
     const generation = ++this.generation;
     let closed: () => void = () => undefined;
     const ended = new Promise<void>((resolve) => (closed = resolve));
     const { config, deviceId } = this.deps;
-    const token = await signToken(config.HARNESS_JWT_SECRET, { sub: deviceId, expiresInSeconds: 3600 });
+    const token = await signToken(config.HARNESS_JWT_SECRET, {
+      audience: "harness",
+      role: "os",
+      sub: deviceId,
+      expiresInSeconds: 3600,
+    });
     const link = new HarnessLink({
       url: config.HARNESS_URL,
       token,

@@ -15,7 +15,10 @@ import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { resultProducerService } from "../../services/result-producer/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 
-export const SECRET = "harness-test-secret-0123456789";
+/** Signs Harness tokens (aud `harness`); the OS secret differs, as in every deployment. */
+export const HARNESS_SECRET = "harness-test-secret-0123456789abcdef";
+/** Signs OS tokens (aud `os`) for suites that host the device-gateway beside the Harness. */
+export const OS_SECRET = "harness-fixture-os-secret-0123456789abcdef";
 export const MACHINE = "machine-1";
 export const AGENT = "agent-1";
 export const OTHER_AGENT = "agent-2";
@@ -37,7 +40,8 @@ export function harnessEnv(t: TestRedis, overrides: Record<string, string> = {})
     KEY_PREFIX: t.keys.prefix,
     PORT: "0",
     LOG_LEVEL: "silent",
-    AUTH_JWT_SECRET: SECRET,
+    AUTH_JWT_SECRET: OS_SECRET,
+    HARNESS_JWT_SECRET: HARNESS_SECRET,
     AGENTS_FILE: agentsFile(),
     HARNESS_MACHINE_ID: MACHINE,
     STREAM_BLOCK_MS: "100",
@@ -80,8 +84,9 @@ export function useHarnessStack(label: string, overrides: Record<string, string>
 
 export const wsUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}/v1/harness/ws`;
 
-export const tokenFor = (deviceId: string, role: "device" | "operator" = "device") =>
-  signToken(SECRET, { sub: deviceId, role });
+/** A Harness token: the OS acting for `deviceId` (role `os`), or a Harness operator. */
+export const tokenFor = (deviceId: string, role: "os" | "operator" = "os") =>
+  signToken(HARNESS_SECRET, { audience: "harness", sub: deviceId, role });
 
 type Frame = Record<string, unknown> & { type: string };
 

@@ -12,7 +12,7 @@ import {
   AGENT,
   HarnessPeer,
   MACHINE,
-  SECRET,
+  HARNESS_SECRET,
   receiptOf,
   storeCounts,
   useHarnessStack,
@@ -50,12 +50,13 @@ describe("harness-gateway authentication", () => {
   it("refuses the upgrade with 401 for a missing, forged or expired token", async () => {
     expect(await upgradeStatus({})).toBe(401);
     expect(await upgradeStatus({ authorization: "Bearer not.a.jwt" })).toBe(401);
-    const forged = await signToken("some-other-secret-0123456789", { sub: "lamp-x" });
+    const peerClaims = { audience: "harness", role: "os", sub: "lamp-x" } as const;
+    const forged = await signToken("some-other-secret-0123456789abcdef", peerClaims);
     expect(await upgradeStatus({ authorization: `Bearer ${forged}` })).toBe(401);
-    const expired = await signToken(SECRET, { sub: "lamp-x", expiresInSeconds: -10 });
+    const expired = await signToken(HARNESS_SECRET, { ...peerClaims, expiresInSeconds: -10 });
     expect(await upgradeStatus({ authorization: `Bearer ${expired}` })).toBe(401);
     expect(
-      await upgradeStatus({ authorization: `Bearer ${await signToken(SECRET, { sub: "lamp-x" })}` }),
+      await upgradeStatus({ authorization: `Bearer ${await signToken(HARNESS_SECRET, peerClaims)}` }),
     ).toBe(101);
   });
 });

@@ -4,9 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
-import { harnessEnv, SECRET, tokenFor } from "../harness/harness-fixture.js";
+import { signToken } from "../../libs/auth/tokens.js";
+import { harnessEnv, HARNESS_SECRET, OS_SECRET, tokenFor } from "../harness/harness-fixture.js";
 import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
-import { authCases, forgeJwt, type AuthCase, type AuthVerdict } from "./forged-tokens.js";
+import {
+  authCases,
+  forgeJwt,
+  type AuthCase,
+  type AuthVerdict,
+  type RevokedTokens,
+  type SurfaceCredentials,
+} from "./forged-tokens.js";
 import { casesFor, SurfaceTally, timeoutFor } from "./hostile-budget.js";
 import { snapshotChanges, snapshotKeys } from "./key-snapshot.js";
 import { rawRequest } from "./raw-http.js";
@@ -19,20 +27,33 @@ const VOLATILE = /:lamp-presence$|:os:devices$|:lamp-gateway:.*:alive$|:stream:o
 
 let t: TestRedis;
 let services: HostedServices;
-let revokedToken: string;
+const HARNESS: SurfaceCredentials = { secret: HARNESS_SECRET, audience: "harness", role: "os" };
+const OS: SurfaceCredentials = { secret: OS_SECRET, audience: "os", role: "device" };
+/** The revoked device's tokens as each surface sees them (its own first). */
+let revoked: { harness: RevokedTokens; os: RevokedTokens };
+
+const osOperatorToken = () => signToken(OS_SECRET, { audience: "os", sub: "ops", role: "operator" });
+
+/** A token of the revoked device for a surface, issued well before the revocation. */
+function issuedBefore(surface: SurfaceCredentials): string {
+  const iat = Math.floor(Date.now() / 1000) - 5;
+  const claims = { sub: REVOKED_DEVICE, role: surface.role, aud: surface.audience, iat, exp: iat + 3600 };
+  return forgeJwt({ alg: "HS256", typ: "JWT" }, claims, surface.secret);
+}
 
 beforeAll(async () => {
   t = createTestRedis("hostile-auth");
   services = await hostServices("hostile-auth", [harnessGatewayService, deviceGatewayService], harnessEnv(t));
-  const issuedBefore = Math.floor(Date.now() / 1000) - 5;
-  revokedToken = forgeJwt(
-    { alg: "HS256", typ: "JWT" },
-    { sub: REVOKED_DEVICE, role: "device", iat: issuedBefore, exp: issuedBefore + 3600 },
-    SECRET,
-  );
-  const operator = { authorization: `Bearer ${await tokenFor("ops", "operator")}` };
-  for (const path of [`/v1/admin/devices/${REVOKED_DEVICE}`, `/v1/lamp/devices/${REVOKED_DEVICE}`])
-    expect((await rawRequest(services.url, "DELETE", path, operator)).status).toBe(200);
+  const harnessToken = issuedBefore(HARNESS);
+  const osToken = issuedBefore(OS);
+  revoked = {
+    harness: { deviceId: REVOKED_DEVICE, token: harnessToken, otherSurfaceToken: osToken },
+    os: { deviceId: REVOKED_DEVICE, token: osToken, otherSurfaceToken: harnessToken },
+  };
+  // Revoked on the OS side only: that one revocation must reach the Harness too.
+  const operator = { authorization: `Bearer ${await osOperatorToken()}` };
+  const answer = await rawRequest(services.url, "DELETE", `/v1/lamp/devices/${REVOKED_DEVICE}`, operator);
+  expect(answer.status).toBe(200);
 });
 afterAll(async () => {
   await services.stop();
@@ -67,6 +88,10 @@ function upgrade(path: string, authorization: string | undefined): Promise<Attem
 
 interface Surface {
   name: string;
+  /** Whose credentials are valid here, and the other surface's. */
+  own: SurfaceCredentials;
+  other: SurfaceCredentials;
+  revoked: () => RevokedTokens;
   attempt: (authorization: string | undefined) => Promise<Attempt>;
   /** What this surface must answer to a case (the gateways differ on roles and revocation). */
   expected: (authCase: AuthCase) => AuthVerdict | "BAD_REQUEST";
@@ -76,12 +101,19 @@ interface Surface {
 const surfaces: Surface[] = [
   {
     name: "auth-harness-ws",
+    own: HARNESS,
+    other: OS,
+    revoked: () => revoked.harness,
     attempt: (authorization) => upgrade("/v1/harness/ws", authorization),
-    expected: (authCase) => authCase.verdict,
+    // Peers only: a Harness operator token opens the admin route, never a session.
+    expected: (authCase) => (authCase.role === "operator" ? "UNAUTHORIZED" : authCase.verdict),
     acceptedStatus: 101,
   },
   {
     name: "auth-lamp-ws",
+    own: OS,
+    other: HARNESS,
+    revoked: () => revoked.os,
     attempt: (authorization) => upgrade("/v1/lamp/ws", authorization),
     // The Lamp socket takes device tokens only.
     expected: (authCase) => (authCase.role === "operator" ? "UNAUTHORIZED" : authCase.verdict),
@@ -89,6 +121,9 @@ const surfaces: Surface[] = [
   },
   {
     name: "auth-os-api",
+    own: OS,
+    other: HARNESS,
+    revoked: () => revoked.os,
     attempt: async (authorization) => {
       const response = await rawRequest(
         services.url,
@@ -106,14 +141,14 @@ const surfaces: Surface[] = [
 describe("hostile credentials at both gateways and the OS API", () => {
   for (const surface of surfaces) {
     it(
-      `${surface.name}: ${CASES} forged, expired, wrong-alg, malformed and revoked credentials get 401 (REVOKED where revoked), never 5xx, and store nothing`,
+      `${surface.name}: ${CASES} forged, expired, wrong-alg, malformed, other-surface, audience-less and revoked credentials get 401 (REVOKED where revoked), never 5xx, and store nothing`,
       async () => {
         const tally = new SurfaceTally(surface.name);
         const pattern = `${t.keys.prefix}:*`;
         let before = await snapshotKeys(t.redis, pattern, VOLATILE);
         await fc.assert(
           fc.asyncProperty(
-            authCases(SECRET, DEVICE, { deviceId: REVOKED_DEVICE, token: revokedToken }),
+            authCases(surface.own, surface.other, DEVICE, surface.revoked()),
             async (authCase) => {
               const attempt = await surface.attempt(authCase.authorization);
               const expected = surface.expected(authCase);
@@ -141,4 +176,30 @@ describe("hostile credentials at both gateways and the OS API", () => {
       timeoutFor(CASES, 20),
     );
   }
+});
+
+describe("admin routes take their own surface's operator only", () => {
+  const revoke = async (path: string, token: string) => {
+    const answer = await rawRequest(services.url, "DELETE", path, { authorization: `Bearer ${token}` });
+    return { status: answer.status, body: answer.json };
+  };
+
+  it("the Harness admin route refuses an OS operator token with 401 and an OS peer token with 403 FORBIDDEN", async () => {
+    const path = "/v1/admin/devices/lamp-admin-harness";
+    expect(await revoke(path, await osOperatorToken())).toMatchObject({
+      status: 401,
+      body: { error: { code: "UNAUTHORIZED", message: expect.stringContaining("audience") } },
+    });
+    expect(await revoke(path, await tokenFor("lamp-admin-harness"))).toMatchObject({
+      status: 403,
+      body: { error: { code: "FORBIDDEN" } },
+    });
+  });
+
+  it("the Lamp admin route refuses a Harness operator token with 401", async () => {
+    expect(await revoke("/v1/lamp/devices/lamp-admin-os", await tokenFor("ops", "operator"))).toMatchObject({
+      status: 401,
+      body: { error: { code: "UNAUTHORIZED", message: expect.stringContaining("audience") } },
+    });
+  });
 });

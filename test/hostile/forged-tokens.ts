@@ -26,25 +26,53 @@ export interface AuthCase {
   name: string;
   /** The Authorization header sent (absent when undefined). */
   authorization: string | undefined;
-  /** Role of a valid credential (device routes refuse an operator). */
-  role?: "device" | "operator";
+  /** Set on a valid operator credential of the surface (peer routes refuse it). */
+  role?: "operator";
   verdict: AuthVerdict;
+}
+
+/** What a surface's valid peer credential is made of: the secret, the audience and the role it carries. */
+export interface SurfaceCredentials {
+  secret: string;
+  audience: "os" | "harness";
+  role: "device" | "os";
+}
+
+/** A revoked device's tokens, issued before its revocation: one for this surface and one for the other. */
+export interface RevokedTokens {
+  deviceId: string;
+  token: string;
+  otherSurfaceToken: string;
 }
 
 const DEVICE_ID = /^[A-Za-z0-9_.@-]{1,128}$/;
 
 /**
- * Credentials a hostile client presents: forged signatures, expired or not-yet-valid tokens, `none` and RS256/HS512
- * headers, missing or malformed claims, broken encodings and header syntax, and valid ones for contrast.
+ * Credentials a hostile client presents at one surface: forged signatures, expired or not-yet-valid tokens, `none`
+ * and RS256/HS512 headers, missing or malformed claims, no, wrong or several audiences, the other surface's tokens
+ * and roles, broken encodings and header syntax, and valid ones for contrast.
  */
-export function authCases(secret: string, device: string, revoked: { deviceId: string; token: string }) {
+export function authCases(
+  own: SurfaceCredentials,
+  other: SurfaceCredentials,
+  device: string,
+  revoked: RevokedTokens,
+) {
+  const { secret } = own;
   const claims = (extra: Record<string, unknown> = {}) => ({
     sub: device,
-    role: "device",
+    role: own.role,
+    aud: own.audience,
     iat: now(),
     exp: now() + 600,
     ...extra,
   });
+  const { aud: _dropped, ...withoutAud } = claims();
+  const otherSurfaceToken = forgeJwt(
+    HS256,
+    { ...claims(), role: other.role, aud: other.audience },
+    other.secret,
+  );
   const bearer = (token: string) => `Bearer ${token}`;
   const refused = (name: string, token: string): AuthCase => ({
     name,
@@ -73,8 +101,24 @@ export function authCases(secret: string, device: string, revoked: { deviceId: s
     () => refused("alg_hs512", forgeJwt({ alg: "HS512", typ: "JWT" }, claims(), secret, "sha512")),
     () =>
       refused("crit_header", forgeJwt({ ...HS256, crit: ["x-unknown"], "x-unknown": 1 }, claims(), secret)),
-    () => refused("missing_sub", forgeJwt(HS256, { role: "device", iat: now(), exp: now() + 600 }, secret)),
-    () => refused("missing_exp", forgeJwt(HS256, { sub: device, role: "device", iat: now() }, secret)),
+    () =>
+      refused(
+        "missing_sub",
+        forgeJwt(HS256, { role: own.role, aud: own.audience, iat: now(), exp: now() + 600 }, secret),
+      ),
+    () =>
+      refused(
+        "missing_exp",
+        forgeJwt(HS256, { sub: device, role: own.role, aud: own.audience, iat: now() }, secret),
+      ),
+    () => refused("missing_aud", forgeJwt(HS256, withoutAud, secret)),
+    () => refused("wrong_aud", forgeJwt(HS256, claims({ aud: other.audience }), secret)),
+    () => refused("aud_both", forgeJwt(HS256, claims({ aud: [own.audience, other.audience] }), secret)),
+    () => refused("aud_unknown", forgeJwt(HS256, claims({ aud: "admin" }), secret)),
+    () => refused("other_surface_token", otherSurfaceToken),
+    () => refused("other_surface_secret", forgeJwt(HS256, claims(), other.secret)),
+    () => refused("other_surface_role", forgeJwt(HS256, claims({ role: other.role }), secret)),
+    () => refused("revoked_other_surface_token", revoked.otherSurfaceToken),
     () => refused("exp_string", forgeJwt(HS256, claims({ exp: "tomorrow" }), secret)),
     () => refused("role_admin", forgeJwt(HS256, claims({ role: "admin" }), secret)),
     () => refused("sub_number", forgeJwt(HS256, claims({ sub: 42 }), secret)),

@@ -50,12 +50,21 @@ export class LampWorld {
     const services = await hostServices(
       "hostile",
       [deviceGatewayService, ttsDispatcherService],
-      ttsTestEnv(t, { AUTH_JWT_SECRET: LAMP_SECRET, GATEWAY_INSTANCE_ID: GATEWAY_ID, RECEIPT_WAIT_MS: "0" }),
+      ttsTestEnv(t, {
+        AUTH_JWT_SECRET: LAMP_SECRET,
+        GATEWAY_INSTANCE_ID: GATEWAY_ID,
+        RECEIPT_WAIT_MS: "0",
+        // Every case must reach validation (the limits have their own tests). A huge burst with a slow refill keeps
+        // the bucket key from expiring mid-run, where a key snapshot would see it vanish under a rejected case.
+        LAMP_RATE_LIMIT_BURST: "1000000",
+        LAMP_RATE_LIMIT_PER_SECOND: "1",
+        LAMP_MAX_PENDING_RUNS: "1000000",
+      }),
     );
     const store = new OsStoreFixture(t.redis, t.keys);
     const socket = await ProbedSocket.open(
       lampUrl(services.url),
-      await signToken(LAMP_SECRET, { sub: otherDeviceId }),
+      await signToken(LAMP_SECRET, { audience: "os", sub: otherDeviceId, role: "device" }),
       "sentinel",
     );
     const request = voiceRequest(randomUUID(), "SECRET-OTHER-prompt what is my bank pin");
@@ -85,7 +94,7 @@ export class LampWorld {
   }
 
   token(deviceId: string, role: "device" | "operator" = "device"): Promise<string> {
-    return signToken(LAMP_SECRET, { sub: deviceId, role });
+    return signToken(LAMP_SECRET, { audience: "os", sub: deviceId, role });
   }
 
   /** The other device's own socket is still served (a hostile peer cannot take the gateway down for others). */

@@ -6,7 +6,7 @@ import { TsProcess } from "../helpers/child-process.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
 import {
-  JWT_SECRET,
+  HARNESS_SECRET,
   osEnv,
   rejectionsOf,
   resolverIdle,
@@ -54,7 +54,7 @@ const hellos = () => peer.framesOf(DEVICE, "hello");
 
 beforeEach(async () => {
   t = createTestRedis("faults");
-  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
   device = new OsDeviceKeys(t.keys, DEVICE);
 });
 

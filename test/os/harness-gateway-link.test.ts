@@ -4,7 +4,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { signToken } from "../../libs/auth/tokens.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
@@ -13,7 +12,7 @@ import { harnessGatewayService } from "../../services/harness-gateway/definition
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
-import { AGENT, JWT_SECRET, MACHINE, runOf } from "./os-fixture.js";
+import { AGENT, HARNESS_SECRET, JWT_SECRET, MACHINE, osToken, runOf } from "./os-fixture.js";
 
 const DEVICE = "lamp-real-harness";
 let t: TestRedis;
@@ -46,6 +45,7 @@ describe("router against the real harness-gateway", () => {
         PORT: String(port),
         LOG_LEVEL: "silent",
         AUTH_JWT_SECRET: JWT_SECRET,
+        HARNESS_JWT_SECRET: HARNESS_SECRET,
         AGENTS_FILE: agentsFile,
         HARNESS_MACHINE_ID: MACHINE,
         HARNESS_URL: `ws://127.0.0.1:${port}/v1/harness/ws`,
@@ -53,7 +53,7 @@ describe("router against the real harness-gateway", () => {
       },
     );
     lamp = new WebSocket(`ws://127.0.0.1:${port}/v1/lamp/ws`, {
-      headers: { authorization: `Bearer ${await signToken(JWT_SECRET, { sub: DEVICE })}` },
+      headers: { authorization: `Bearer ${await osToken(DEVICE)}` },
     });
     const frames: Record<string, unknown>[] = [];
     lamp.on("message", (data) => frames.push(JSON.parse(data.toString()) as Record<string, unknown>));

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { signToken } from "../../libs/auth/tokens.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
@@ -12,7 +11,16 @@ import { RunRegistration } from "../../services/device-gateway/run-registration.
 import { runResolverService } from "../../services/run-resolver/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
-import { AGENT, JWT_SECRET, MACHINE, osEnv, pushAndSettle, resultEvent, runOf } from "./os-fixture.js";
+import {
+  AGENT,
+  HARNESS_SECRET,
+  osToken,
+  MACHINE,
+  osEnv,
+  pushAndSettle,
+  resultEvent,
+  runOf,
+} from "./os-fixture.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
 const DEVICE = "lamp-voice";
@@ -66,7 +74,7 @@ const voiceRequest = (requestId: string, text = "build a house") => ({
 
 beforeEach(async () => {
   t = createTestRedis("lamp");
-  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
   services = await hostServices(
     "test",
     [deviceGatewayService, routerService, runResolverService],
@@ -84,7 +92,7 @@ afterEach(async () => {
 
 describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   it("registers the run, sends exactly one turn.send with its key, and answers with the Harness receipt", async () => {
-    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const lamp = await connectLamp(await osToken(DEVICE));
     const requestId = randomUUID();
     lamp.send(voiceRequest(requestId));
     const answer = await lamp.answerTo(requestId);
@@ -130,7 +138,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   });
 
   it("a store failure registers nothing, sends nothing and answers UNAVAILABLE; the retry then succeeds", async () => {
-    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const lamp = await connectLamp(await osToken(DEVICE));
     const device = new OsDeviceKeys(t.keys, DEVICE);
     await t.redis.set(device.commands, "damaged");
     const requestId = randomUUID();
@@ -156,7 +164,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   });
 
   it("a minted idempotency key that is already taken answers IDEMPOTENCY_KEY_IN_USE, registers nothing; the retry succeeds", async () => {
-    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const lamp = await connectLamp(await osToken(DEVICE));
     const firstId = randomUUID();
     lamp.send(voiceRequest(firstId));
     const takenKey = String((await lamp.answerTo(firstId)).idempotencyKey);
@@ -194,7 +202,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   });
 
   it("revoking a device closes its Lamp sockets and refuses its older tokens at the Lamp WebSocket and the OS API", async () => {
-    const deviceToken = await signToken(JWT_SECRET, { sub: DEVICE });
+    const deviceToken = await osToken(DEVICE);
     const lamp = await connectLamp(deviceToken);
     const closed = new Promise<number>((resolve) => lamp.socket.once("close", resolve));
     const revoke = (token: string) =>
@@ -203,7 +211,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
         headers: { authorization: `Bearer ${token}` },
       });
     expect((await revoke(deviceToken)).status).toBe(403);
-    const answer = await revoke(await signToken(JWT_SECRET, { sub: "ops", role: "operator" }));
+    const answer = await revoke(await osToken("ops", "operator"));
     expect(answer.status).toBe(200);
     const { revokedAt } = (await answer.json()) as { revokedAt: string };
     expect(await closed).toBe(4001);
@@ -229,13 +237,13 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     const nextSecond = (Math.floor(Date.parse(revokedAt) / 1000) + 1) * 1000;
     // A timer may fire a millisecond early against Date.now(), so wait on the wall clock itself.
     while (Date.now() < nextSecond) await sleep(20);
-    const newToken = await signToken(JWT_SECRET, { sub: DEVICE });
+    const newToken = await osToken(DEVICE);
     expect(await upgradeStatus(newToken)).toBe(101);
     expect((await runs(newToken)).status).toBe(200);
   });
 
   it("voice.cancel marks the run and sends one turn.stop; the later result still resolves it, cancellation kept", async () => {
-    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const lamp = await connectLamp(await osToken(DEVICE));
     const requestId = randomUUID();
     lamp.send(voiceRequest(requestId));
     const { runId, idempotencyKey } = (await lamp.answerTo(requestId)) as {
@@ -272,7 +280,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   });
 
   it("delivers playback.start to the Lamp, forwards acks, and answers playback.repeat for own results only", async () => {
-    const lamp = await connectLamp(await signToken(JWT_SECRET, { sub: DEVICE }));
+    const lamp = await connectLamp(await osToken(DEVICE));
     await waitFor(
       () => t.redis.get(t.keys.lampPresence(DEVICE)),
       (holder) => holder === GATEWAY,
@@ -352,7 +360,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   });
 
   it("the OS API shows a device its own runs and results, 404 for unknown ids, and needs a token", async () => {
-    const token = await signToken(JWT_SECRET, { sub: DEVICE });
+    const token = await osToken(DEVICE);
     const lamp = await connectLamp(token);
     const requestId = randomUUID();
     lamp.send(voiceRequest(requestId));
@@ -408,9 +416,9 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       protocolErrors: [],
     });
     expect((await fetch(`${services.url}/v1/runs`)).status).toBe(401);
-    const other = await signToken(JWT_SECRET, { sub: "lamp-other" });
+    const other = await osToken("lamp-other");
     expect((await get(`/v1/runs/${runId}`, other)).status).toBe(404);
-    const operator = await signToken(JWT_SECRET, { sub: "ops", role: "operator" });
+    const operator = await osToken("ops", "operator");
     expect((await get(`/v1/runs/${runId}?deviceId=${DEVICE}`, operator)).status).toBe(200);
   });
 });

@@ -3,7 +3,6 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { signToken } from "../../libs/auth/tokens.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { routerService } from "../../services/router/definition.js";
@@ -11,7 +10,15 @@ import { runResolverService } from "../../services/run-resolver/definition.js";
 import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "../os/harness-peer.js";
-import { AGENT, JWT_SECRET, MACHINE, osEnv, pushAndSettle, resultEvent } from "../os/os-fixture.js";
+import {
+  AGENT,
+  HARNESS_SECRET,
+  osToken,
+  MACHINE,
+  osEnv,
+  pushAndSettle,
+  resultEvent,
+} from "../os/os-fixture.js";
 import { LampSimProcess } from "./lamp-sim-process.js";
 import { OsStoreFixture } from "./os-store-fixture.js";
 import { ttsTestEnv } from "./tts-service.js";
@@ -28,7 +35,7 @@ let deviceSeq = 0;
 beforeAll(async () => {
   t = createTestRedis("tts-lampsim");
   os = new OsStoreFixture(t.redis, t.keys);
-  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
   edge = await hostServices(
     "test",
     [deviceGatewayService, routerService, runResolverService],
@@ -58,7 +65,7 @@ async function lampSays(faults: string[], extra: string[] = []) {
     "--url",
     `${edge.url.replace("http", "ws")}/v1/lamp/ws`,
     "--token",
-    await signToken(JWT_SECRET, { sub: deviceId }),
+    await osToken(deviceId),
     "--out-dir",
     outDir,
     ...extra,

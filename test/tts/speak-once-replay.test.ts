@@ -8,7 +8,7 @@ import { corpusAvailable } from "../helpers/corpus.js";
 import { osReplayCases } from "../helpers/os-replay-cases.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "../os/harness-peer.js";
-import { JWT_SECRET, osEnv, pushAndSettle, resultEvent, seedRun } from "../os/os-fixture.js";
+import { HARNESS_SECRET, osEnv, pushAndSettle, resultEvent, seedRun } from "../os/os-fixture.js";
 import { OsStoreFixture, StreamLamp } from "./os-store-fixture.js";
 import { ttsTestEnv } from "./tts-service.js";
 
@@ -22,7 +22,7 @@ let lamp: StreamLamp;
 beforeEach(async () => {
   t = createTestRedis("tts-replay");
   os = new OsStoreFixture(t.redis, t.keys);
-  peer = await ScriptedHarnessPeer.start(JWT_SECRET);
+  peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
 });
 afterEach(async () => {
   lamp?.stop();

@@ -4,7 +4,10 @@ import { AuthError, bearerToken, deviceIdSchema, verifyToken } from "../../../li
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { revokeDevice } from "./device-revocation.js";
 
-/** `DELETE /v1/admin/devices/:deviceId`: operators only; 401 without a valid token, 403 for a device token. */
+/**
+ * `DELETE /v1/admin/devices/:deviceId`: operators only (aud `harness`, role `operator`, HARNESS_JWT_SECRET); 401
+ * without a valid Harness token, 403 FORBIDDEN for an OS peer token.
+ */
 export function registerAdminRoutes(
   http: FastifyInstance,
   redis: Redis,
@@ -16,9 +19,9 @@ export function registerAdminRoutes(
     if (!token)
       return reply.code(401).send({ error: { code: "UNAUTHORIZED", message: "missing bearer token" } });
     try {
-      const principal = await verifyToken(secret, token);
+      const principal = await verifyToken(secret, token, "harness");
       if (principal.role !== "operator")
-        return reply.code(403).send({ error: { code: "UNAUTHORIZED", message: "operator role required" } });
+        return reply.code(403).send({ error: { code: "FORBIDDEN", message: "operator role required" } });
     } catch (error) {
       const message = error instanceof AuthError ? error.message : "invalid token";
       return reply.code(401).send({ error: { code: "UNAUTHORIZED", message } });
