@@ -75,7 +75,10 @@ export const lampErrorCodeSchema = z.enum([
   /** "Say that again" of a result that is never spoken: failed or cancelled, mixed destinations, not a voice route. */
   "NOT_REPEATABLE",
   "PAYLOAD_TOO_LARGE",
+  /** The device's voice.request token bucket is empty (LAMP_RATE_LIMIT_BURST, LAMP_RATE_LIMIT_PER_SECOND). */
   "RATE_LIMITED",
+  /** The device already has LAMP_MAX_PENDING_RUNS unresolved runs: nothing registered, retry once some resolve. */
+  "TOO_MANY_PENDING_RUNS",
   "UNAVAILABLE",
   "INTERNAL",
 ]);

@@ -1,4 +1,6 @@
 import websocket from "@fastify/websocket";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -21,22 +23,20 @@ export async function createServiceServer(options: {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024,
     frameworkErrors: (error: Error, _request: FastifyRequest, reply: FastifyReply) =>
-      reply.code(400).send({ error: { code: "INVALID_REQUEST", message: error.message } }),
+      reply.code(400).send(errorBody(400, error.message)),
+    clientErrorHandler: answerClientError,
   });
   await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
   // Every error answer has the one shape the APIs document, `{error: {code, message}}`, including Fastify's own.
   server.setNotFoundHandler((request, reply) =>
-    reply
-      .code(404)
-      .send({ error: { code: "NOT_FOUND", message: `no route ${request.method} ${request.url}` } }),
+    reply.code(404).send(errorBody(404, `no route ${request.method} ${request.url}`)),
   );
   server.setErrorHandler((error: { statusCode?: number; message?: string }, _request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
     if (status >= 500) options.log.error({ err: error.message }, "request failed");
-    const code = status >= 500 ? "INTERNAL" : status === 413 ? "PAYLOAD_TOO_LARGE" : "INVALID_REQUEST";
     return reply
       .code(status)
-      .send({ error: { code, message: status >= 500 ? "internal error" : error.message } });
+      .send(errorBody(status, status >= 500 ? "internal error" : (error.message ?? "")));
   });
   server.get("/healthz", async (_request, reply) => {
     const report = options.health.live();
@@ -50,4 +50,49 @@ export async function createServiceServer(options: {
     return reply.header("content-type", options.metrics.contentType).send(await options.metrics.metrics());
   });
   return server;
+}
+
+/** The code of an error answer by its HTTP status; a 4xx without its own code is INVALID_REQUEST. */
+const CODE_BY_STATUS: Record<number, string> = {
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  408: "REQUEST_TIMEOUT",
+  413: "PAYLOAD_TOO_LARGE",
+  414: "URI_TOO_LONG",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  429: "RATE_LIMITED",
+  431: "HEADERS_TOO_LARGE",
+};
+
+export function errorCodeOf(status: number): string {
+  if (status >= 500) return "INTERNAL";
+  return CODE_BY_STATUS[status] ?? "INVALID_REQUEST";
+}
+
+function errorBody(status: number, message: string) {
+  return { error: { code: errorCodeOf(status), message } };
+}
+
+/** Node's HTTP parser errors are not requests yet, so Fastify's handlers never see them; its default body has another shape. */
+const CLIENT_ERRORS: Record<string, { status: number; message: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, message: "request headers exceed the server's limit" },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, message: "request not completed in time" },
+};
+
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const { status, message } = CLIENT_ERRORS[error.code ?? ""] ?? {
+    status: 400,
+    message: "malformed HTTP request",
+  };
+  const body = JSON.stringify(errorBody(status, message));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\n\r\n${body}`,
+    );
+  socket.destroy(error);
 }

@@ -44,6 +44,11 @@ export class OsDeviceKeys {
     return `${this.base}:runs`;
   }
 
+  /** The device's voice.request token bucket (`tokens`, `at`), shared by all its sockets and gateway replicas. */
+  get voiceRequestRate(): string {
+    return `${this.base}:voice-rate`;
+  }
+
   get pendingRuns(): string {
     return `${this.base}:runs:pending`;
   }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { envInt } from "../../libs/config/env-fields.js";
+import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_PRESENCE_TTL_MS } from "../../libs/contract/lamp-delivery.js";
 
 export const deviceGatewayConfigSchema = z.object({
@@ -16,4 +17,10 @@ export const deviceGatewayConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/)
     .optional(),
+  /** Per device, across its sockets and every gateway replica: voice.requests in a burst, then refilled per second. */
+  LAMP_RATE_LIMIT_BURST: envInt(10, 1, 1_000_000),
+  LAMP_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(2),
+  /** Unresolved (pending) runs a device may have; a new voice.request beyond them is TOO_MANY_PENDING_RUNS. */
+  LAMP_MAX_PENDING_RUNS: envInt(20, 1, 1_000_000),
+  ...keepaliveEnvFields,
 });

@@ -47,7 +47,11 @@ export const deviceGatewayService = defineService({
     const frames = new LampFrames({
       redis,
       keys: ctx.keys,
-      registration: new RunRegistration(redis, ctx.keys, instanceId, config.VOICE_TARGET_TTL_MS),
+      registration: new RunRegistration(redis, ctx.keys, instanceId, config.VOICE_TARGET_TTL_MS, {
+        rateBurst: config.LAMP_RATE_LIMIT_BURST,
+        ratePerSecond: config.LAMP_RATE_LIMIT_PER_SECOND,
+        maxPendingRuns: config.LAMP_MAX_PENDING_RUNS,
+      }),
       waiters,
       updates,
       receiptWaitMs: config.RECEIPT_WAIT_MS,
@@ -102,6 +106,7 @@ export const deviceGatewayService = defineService({
       updates,
       instanceId,
       sockets: metrics.sockets,
+      keepalive: { pingIntervalMs: config.WS_PING_INTERVAL_MS, pongTimeoutMs: config.WS_PONG_TIMEOUT_MS },
       log: ctx.log,
     });
     registerOsApi(ctx.http, new OsQueries(redis, ctx.keys), auth);

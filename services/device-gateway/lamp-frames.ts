@@ -4,6 +4,8 @@ import type { WebSocket } from "ws";
 import type { Counter } from "prom-client";
 import { z } from "zod";
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { MAX_PROMPT_BYTES } from "../../libs/contract/harness-wire.js";
+import { utf8Bytes } from "../../libs/contract/identifiers.js";
 import {
   lampRequestSchema,
   type LampErrorCode,
@@ -42,6 +44,21 @@ const HARNESS_TO_LAMP_CODE: Record<string, LampErrorCode> = {
   UNAUTHORIZED: "UNAUTHORIZED",
 };
 
+/** A voice.request's text over 16 KiB is PAYLOAD_TOO_LARGE, as at the Harness; every other schema issue INVALID_REQUEST. */
+const oversizedText = z.looseObject({
+  type: z.literal("voice.request"),
+  text: z.string().refine((text) => utf8Bytes(text) > MAX_PROMPT_BYTES),
+});
+
+/** The frame's JSON value, or undefined when it is not JSON (no JSON text parses to undefined). */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 const errorAnswer = (type: string, requestId: string | null, code: LampErrorCode, message: string) => ({
   type: `${type}_result`,
   requestId,
@@ -68,23 +85,23 @@ export class LampFrames {
 
   /** Returns the answer to send back, if the frame has one (a replay's answer is sent by the update feed). */
   async handle(deviceId: string, socket: WebSocket, text: string): Promise<Answer | undefined> {
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
+    const json = parseJson(text);
+    if (json === undefined)
       return this.count("unparsed", errorAnswer("error", null, "INVALID_REQUEST", "frame is not JSON"));
-    }
     const parsed = lampRequestSchema.safeParse(json);
     if (!parsed.success) {
       const { type, requestId } = frameLabels.parse(json);
       const issue = parsed.error.issues[0];
+      const tooLarge = oversizedText.safeParse(json).success;
       return this.count(
         "invalid",
         errorAnswer(
           typeof type === "string" && /^[a-z.]{1,40}$/.test(type) ? type : "error",
           typeof requestId === "string" ? requestId : null,
-          "INVALID_REQUEST",
-          `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
+          tooLarge ? "PAYLOAD_TOO_LARGE" : "INVALID_REQUEST",
+          tooLarge
+            ? `text exceeds ${MAX_PROMPT_BYTES} bytes of UTF-8`
+            : `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
         ),
       );
     }
@@ -101,6 +118,20 @@ export class LampFrames {
         errorAnswer(parsed.data.type, requestId, "UNAVAILABLE", "store unavailable; nothing was done"),
       );
     }
+  }
+
+  /**
+   * A frame still queued when its socket closed: nobody is left to answer a request, so it is dropped and starts
+   * nothing (no run, no command); an ack starts nothing either and is still forwarded, so a playback the Lamp
+   * finished just before leaving is not left uncertain.
+   */
+  async handleAfterClose(deviceId: string, text: string): Promise<void> {
+    const parsed = lampRequestSchema.safeParse(parseJson(text));
+    if (parsed.success && parsed.data.type === "playback.ack") {
+      this.count("playback.ack", await this.forwardAck(deviceId, parsed.data.playbackId, parsed.data.state));
+      return;
+    }
+    this.deps.frames.inc({ type: parsed.success ? parsed.data.type : "invalid", result: "dropped_closed" });
   }
 
   private async dispatch(
@@ -138,6 +169,20 @@ export class LampFrames {
         request.requestId,
         "IDEMPOTENCY_KEY_IN_USE",
         `idempotency key ${registered.idempotencyKey} is already used by another run; nothing was registered, retry`,
+      );
+    if (registered.status === "too_many_pending")
+      return errorAnswer(
+        request.type,
+        request.requestId,
+        "TOO_MANY_PENDING_RUNS",
+        `the device has ${registered.maxPendingRuns} unresolved runs; nothing was registered, retry when one ends`,
+      );
+    if (registered.status === "rate_limited")
+      return errorAnswer(
+        request.type,
+        request.requestId,
+        "RATE_LIMITED",
+        `voice.request rate exceeded; nothing was registered, retry in ${registered.retryAfterMs} ms`,
       );
     const reply = await this.receiptOf(deviceId, registered.runId);
     if (reply?.error)

@@ -4,6 +4,8 @@ import type { Gauge } from "prom-client";
 import type { WebSocket } from "ws";
 import type { Principal } from "../../libs/auth/tokens.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
+import { keepSocketAlive, type KeepaliveSettings } from "../../libs/http/socket-keepalive.js";
+import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -18,7 +20,9 @@ export const LAMP_WS_PATH = "/v1/lamp/ws";
 
 /**
  * `GET /v1/lamp/ws`: a device token is checked before the upgrade (401 otherwise); each socket's frames are answered
- * in the order they arrived, and the socket is registered for delivery and presence while it is open.
+ * in the order they arrived, and the socket is registered for delivery and presence while it is open. It is closed
+ * with 4002 when its token expires and terminated when it stops answering pings; a frame still queued when the
+ * socket closed is dropped unanswered (nobody is left to answer, so no run is started for it).
  */
 export function registerLampRoute(
   http: FastifyInstance,
@@ -31,10 +35,11 @@ export function registerLampRoute(
     updates: RunUpdateFeed;
     instanceId: string;
     sockets: Gauge;
+    keepalive: KeepaliveSettings;
     log: Logger;
   },
 ): void {
-  const { redis, keys, auth, frames, connections, updates, sockets, log } = options;
+  const { redis, keys, auth, frames, connections, updates, sockets, keepalive, log } = options;
   const principals = new WeakMap<FastifyRequest, { principal: Principal; issuedAt: number }>();
   http.get(
     LAMP_WS_PATH,
@@ -58,12 +63,17 @@ export function registerLampRoute(
       const { deviceId } = authenticated.principal;
       sockets.inc();
       updates.attach(deviceId, socket);
+      closeAtTokenExpiry(socket, request.headers.authorization);
+      keepSocketAlive(socket, keepalive, (silentForMs) =>
+        log.info({ deviceId, silentForMs }, "lamp socket stopped answering pings; terminated"),
+      );
       // Frames of one socket are answered in the order they arrived.
       let chain: Promise<void> = Promise.resolve();
       socket.on("message", (data) => {
         // Logged, never left rejected: that would wedge the socket and, unhandled, end the process.
         chain = chain
           .then(async () => {
+            if (socket.readyState !== socket.OPEN) return frames.handleAfterClose(deviceId, data.toString());
             const answer = await frames.handle(deviceId, socket, data.toString());
             if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
           })

@@ -8,10 +8,20 @@ import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 
-/** `{status, runId, idempotencyKey}`; runId is empty when the minted key was already taken (nothing registered). */
+/**
+ * `{status, runId, idempotencyKey}`; runId is empty when nothing was registered (key taken, a limit reached); a
+ * `rate_limited` reply carries the milliseconds until the next token instead of a key.
+ */
 export const registerRunScript = LuaScript.fromFile(
   new URL("./lua/register-run-1.lua", import.meta.url),
-  z.tuple([z.enum(["created", "existing", "conflict", "key_taken"]), z.string(), z.string()]),
+  z.union([
+    z.tuple([
+      z.enum(["created", "existing", "conflict", "key_taken", "too_many_pending"]),
+      z.string(),
+      z.string(),
+    ]),
+    z.tuple([z.literal("rate_limited"), z.literal(""), z.number().int().nonnegative()]),
+  ]),
 );
 const cancellationSchema = z.enum(["not_found", "already_cancelled", "cancelled", "stop_queued"]);
 const cancelRunScript = LuaScript.fromFile(
@@ -19,17 +29,27 @@ const cancelRunScript = LuaScript.fromFile(
   cancellationSchema,
 );
 
+/** What one device may have at once: its voice.request token bucket and its unresolved runs. */
+export interface RunLimits {
+  rateBurst: number;
+  ratePerSecond: number;
+  maxPendingRuns: number;
+}
+
 export type Registration =
   | { status: "created" | "existing"; runId: string; idempotencyKey: string }
   | { status: "conflict" }
-  | { status: "key_taken"; idempotencyKey: string };
+  | { status: "key_taken"; idempotencyKey: string }
+  | { status: "too_many_pending"; maxPendingRuns: number }
+  | { status: "rate_limited"; retryAfterMs: number };
 
 export type Cancellation = z.infer<typeof cancellationSchema>;
 
 /**
  * The run registry's write side: a voice request becomes a durable run (local runId, fresh idempotency key, voice
  * target, reply route, state pending) together with the router's send command, in one Lua step, before anything
- * is sent; a cancel marks the run and queues one turn.stop.
+ * is sent, unless the device's limits refuse it (then nothing is written); a cancel marks the run and queues one
+ * turn.stop.
  */
 export class RunRegistration {
   constructor(
@@ -37,6 +57,7 @@ export class RunRegistration {
     private readonly keys: Keyspace,
     private readonly gatewayInstanceId: string,
     private readonly voiceTargetTtlMs: number,
+    private readonly limits: RunLimits,
   ) {}
 
   async register(deviceId: string, request: VoiceRequest, now = Date.now()): Promise<Registration> {
@@ -52,7 +73,7 @@ export class RunRegistration {
       replyTo: this.gatewayInstanceId,
       at: now,
     });
-    const [status, storedRunId, idempotencyKey] = await registerRunScript.run(
+    const reply = await registerRunScript.run(
       this.redis,
       [device.base],
       [
@@ -69,10 +90,16 @@ export class RunRegistration {
         request.replyRoute,
         now,
         JSON.stringify(command),
+        this.limits.rateBurst,
+        this.limits.ratePerSecond,
+        this.limits.maxPendingRuns,
       ],
     );
+    if (reply[0] === "rate_limited") return { status: reply[0], retryAfterMs: reply[2] };
+    const [status, storedRunId, idempotencyKey] = reply;
     if (status === "created" || status === "existing") return { status, runId: storedRunId, idempotencyKey };
     if (status === "key_taken") return { status, idempotencyKey };
+    if (status === "too_many_pending") return { status, maxPendingRuns: this.limits.maxPendingRuns };
     return { status };
   }
 

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { envBool, envInt } from "../../libs/config/env-fields.js";
 import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
 import { agentsFileSchema, type AgentConfig } from "../../libs/contract/engine.js";
+import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { retentionEnvFields } from "../../libs/harness-store/retention-config.js";
 
 export const gatewayEnvSchema = z.object({
@@ -21,6 +22,7 @@ export const gatewayEnvSchema = z.object({
   DISPATCH_SWEEP_INTERVAL_MS: envInt(5_000, 50, 3_600_000),
   DISPATCH_SWEEP_MIN_AGE_MS: envInt(5_000, 0, 3_600_000),
   ...retentionEnvFields,
+  ...keepaliveEnvFields,
 });
 export type GatewayConfig = z.infer<typeof gatewayEnvSchema>;
 

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
+import { keepSocketAlive } from "../../libs/http/socket-keepalive.js";
+import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { HarnessSession, type SessionDeps, type SessionPrincipal } from "./transport/harness-session.js";
@@ -8,7 +10,10 @@ import type { SessionRegistry } from "./transport/session-registry.js";
 
 export const HARNESS_WS_PATH = "/v1/harness/ws";
 
-/** `GET /v1/harness/ws`: the bearer token is checked before the upgrade; a refused peer gets 401, never 5xx. */
+/**
+ * `GET /v1/harness/ws`: the bearer token is checked before the upgrade; a refused peer gets 401, never 5xx. A
+ * session is closed with 4002 when its token expires and terminated when it stops answering pings.
+ */
 export function registerHarnessRoute(
   http: FastifyInstance,
   options: { redis: Redis; keys: Keyspace; secret: string; registry: SessionRegistry; deps: SessionDeps },
@@ -39,6 +44,17 @@ export function registerHarnessRoute(
       const session = new HarnessSession(socket, principal, options.deps);
       options.registry.add(session);
       metrics.sessions.inc();
+      closeAtTokenExpiry(socket, request.headers.authorization);
+      const { WS_PING_INTERVAL_MS, WS_PONG_TIMEOUT_MS } = options.deps.config;
+      keepSocketAlive(
+        socket,
+        { pingIntervalMs: WS_PING_INTERVAL_MS, pongTimeoutMs: WS_PONG_TIMEOUT_MS },
+        (silentForMs) =>
+          options.deps.log.info(
+            { deviceId: principal.deviceId, silentForMs },
+            "harness peer stopped answering pings; terminated",
+          ),
+      );
       socket.on("message", (data) => session.receive(data as Buffer));
       socket.on("close", () => {
         options.registry.remove(session);

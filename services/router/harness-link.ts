@@ -24,7 +24,9 @@ interface Waiter {
 /**
  * One authenticated WebSocket to the Harness: requests are matched to their `<op>_result` by requestId with a
  * timeout (a lost answer is a timeout, and the caller retries with the same idempotency key); every other frame
- * (events, resync) goes to `onFrame` in arrival order.
+ * (events, resync) goes to `onFrame` in arrival order. The link pings the Harness every `requestTimeoutMs` and
+ * terminates the socket when a ping goes unanswered that long, so a dead or half-open server ends in `onClose`
+ * (and the caller reconnects) within two request timeouts instead of never.
  */
 export class HarnessLink {
   private readonly waiters = new Map<string, Waiter>();
@@ -47,6 +49,7 @@ export class HarnessLink {
     });
     this.socket = socket;
     socket.on("message", (data) => this.receive(data.toString()));
+    socket.once("open", () => this.pingUntilClosed(socket));
     // Without a standing listener a late socket error (reset, refused upgrade) would crash the process.
     socket.on("error", (error) => this.options.log.warn({ err: error.message }, "harness socket error"));
     socket.on("close", () => {
@@ -84,6 +87,26 @@ export class HarnessLink {
 
   close(): void {
     this.socket?.close();
+  }
+
+  private pingUntilClosed(socket: WebSocket): void {
+    let answered = true;
+    socket.on("pong", () => (answered = true));
+    const pinger = setInterval(() => {
+      if (!answered) {
+        this.options.log.warn(
+          { silentForMs: this.options.requestTimeoutMs },
+          "harness stopped answering pings",
+        );
+        clearInterval(pinger);
+        socket.terminate();
+        return;
+      }
+      answered = false;
+      socket.ping();
+    }, this.options.requestTimeoutMs);
+    pinger.unref();
+    socket.once("close", () => clearInterval(pinger));
   }
 
   private exchange(frame: Record<string, unknown>, requestId: string): Promise<unknown> {

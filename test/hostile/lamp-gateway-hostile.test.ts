@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_PROMPT_BYTES } from "../../libs/contract/harness-wire.js";
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { lampErrorResultSchema } from "../../libs/contract/lamp-wire.js";
 import { waitFor } from "../helpers/test-redis.js";
@@ -161,6 +162,23 @@ describe("hostile input at the device-gateway Lamp WebSocket", () => {
     },
     timeoutFor(CASES, 40),
   );
+
+  it("answers a voice.request whose text is 16 KiB + 1 byte with PAYLOAD_TOO_LARGE and stores nothing", async () => {
+    const lamp = await ProbedSocket.open(world.lampUrl, await world.token(DEVICE), "sentinel");
+    const pattern = `${world.t.keys.prefix}:*`;
+    const before = await snapshotKeys(world.t.redis, pattern, VOLATILE);
+    const request = voiceRequest(randomUUID(), "a".repeat(MAX_PROMPT_BYTES + 1));
+    const { answers } = await lamp.exchange({ text: JSON.stringify(request), binary: false });
+    expect(answers).toEqual([
+      {
+        type: "voice.request_result",
+        requestId: request.requestId,
+        error: { code: "PAYLOAD_TOO_LARGE", message: expect.any(String) },
+      },
+    ]);
+    expect(snapshotChanges(before, await snapshotKeys(world.t.redis, pattern, VOLATILE))).toEqual([]);
+    lamp.close();
+  });
 
   it("answers frames without type or requestId, arrays and scalars with a coded error and keeps serving the socket", async () => {
     const lamp = await ProbedSocket.open(world.lampUrl, await world.token(DEVICE), "sentinel");

@@ -4,7 +4,7 @@ import { casesFor, SurfaceTally, timeoutFor } from "./hostile-budget.js";
 import { snapshotChanges, snapshotKeys } from "./key-snapshot.js";
 import { disclosed, LampWorld, speakResult, voiceRequest } from "./lamp-world.js";
 import { ProbedSocket } from "./probed-socket.js";
-import { rawRequest } from "./raw-http.js";
+import { rawExchange, rawRequest } from "./raw-http.js";
 
 const DEVICE = "lamp-api";
 const CASES = casesFor(400);
@@ -177,5 +177,48 @@ describe("hostile input at the OS query API", () => {
     expect(operator.json).toMatchObject({ resultId: world.other.resultId, deviceId: world.other.deviceId });
     const mine = await get(`/v1/runs/${own.runIds[0]}`, tokens.device);
     expect(mine.json).toMatchObject({ runId: own.runIds[0] });
+  });
+
+  it("answers Fastify's and Node's own errors as {error:{code,message}} with a code for the status", async () => {
+    const url = world.services.url;
+    const revoke = "/v1/lamp/devices/lamp-x";
+    const cases = [
+      [await rawRequest(url, "GET", "/v1/runs", { "x-huge": "h".repeat(20_000) }), 431, "HEADERS_TOO_LARGE"],
+      [
+        await rawRequest(url, "DELETE", revoke, { "content-type": "text/xml" }, "<x/>"),
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+      ],
+      [
+        await rawRequest(
+          url,
+          "DELETE",
+          revoke,
+          { "content-type": "application/json" },
+          `"${"x".repeat(70_000)}"`,
+        ),
+        413,
+        "PAYLOAD_TOO_LARGE",
+      ],
+      [
+        await rawRequest(url, "DELETE", revoke, { "content-type": "application/json" }, "{"),
+        400,
+        "INVALID_REQUEST",
+      ],
+      [await rawRequest(url, "GET", "/v1/runs//%E0%A4%A"), 400, "INVALID_REQUEST"],
+      [await rawRequest(url, "GET", "/v1/nowhere"), 404, "NOT_FOUND"],
+      [
+        await rawRequest(url, "GET", `/v1/runs?deviceId=${world.other.deviceId}`, headersOf("device")),
+        403,
+        "FORBIDDEN",
+      ],
+      [await rawRequest(url, "GET", "/v1/runs"), 401, "UNAUTHORIZED"],
+      [await rawExchange(url, "NOT HTTP AT ALL\r\n\r\n"), 400, "INVALID_REQUEST"],
+    ] as const;
+    for (const [response, status, code] of cases)
+      expect({ status: response.status, json: response.json }, response.body).toEqual({
+        status,
+        json: { error: { code, message: expect.any(String) } },
+      });
   });
 });

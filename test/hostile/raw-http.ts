@@ -1,4 +1,5 @@
 import { Agent, request } from "node:http";
+import { connect } from "node:net";
 
 export interface RawResponse {
   status: number;
@@ -14,6 +15,7 @@ export function rawRequest(
   method: string,
   path: string,
   headers: Record<string, string> = {},
+  body?: string,
 ): Promise<RawResponse> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
@@ -23,18 +25,37 @@ export function rawRequest(
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
         response.on("end", () => {
-          const body = Buffer.concat(chunks).toString("utf8");
-          let json: unknown;
-          try {
-            json = JSON.parse(body);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: response.statusCode ?? 0, body, json });
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({ status: response.statusCode ?? 0, body: text, json: jsonOf(text) });
         });
       },
     );
     outgoing.on("error", reject);
-    outgoing.end();
+    outgoing.end(body);
   });
+}
+
+/** Writes `bytes` as they are on a fresh connection and reads the answer until the server closes it. */
+export function rawExchange(baseUrl: string, bytes: string): Promise<RawResponse> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port) }, () => socket.end(bytes));
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      const [head = "", ...rest] = text.split("\r\n\r\n");
+      const body = rest.join("\r\n\r\n");
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), body, json: jsonOf(body) });
+    });
+  });
+}
+
+function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -21,6 +21,7 @@ import { ttsTestEnv } from "../tts/tts-service.js";
 import { casesFor, SurfaceTally, timeoutFor } from "./hostile-budget.js";
 import { applyChanges, hostileFieldName, hostileValue, type Json } from "./hostile-values.js";
 import { voiceRequest } from "./lamp-world.js";
+import { UNLIMITED_RUNS } from "../os/os-fixture.js";
 
 const MACHINE = "machine-hostile";
 const AGENT = "agent-transcript";
@@ -62,7 +63,13 @@ beforeAll(async () => {
       DISPATCH_READY_TIMEOUT_MS: "200",
     }),
   );
-  const registered = await new RunRegistration(t.redis, t.keys, "gw-hostile", 600_000).register(VICTIM, {
+  const registered = await new RunRegistration(
+    t.redis,
+    t.keys,
+    "gw-hostile",
+    600_000,
+    UNLIMITED_RUNS,
+  ).register(VICTIM, {
     ...voiceRequest(),
     type: "voice.request",
     replyRoute: "voice",

@@ -4,7 +4,11 @@ import type { Receipt } from "../../libs/contract/receipt.js";
 import { runUpdateRecordSchema, type RunUpdateRecord } from "../../libs/contract/run-update.js";
 import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
-import { registerRunScript, RunRegistration } from "../../services/device-gateway/run-registration.js";
+import {
+  registerRunScript,
+  RunRegistration,
+  type RunLimits,
+} from "../../services/device-gateway/run-registration.js";
 import { RouterStore } from "../../services/router/router-store.js";
 import { groupDrained } from "../helpers/stream-progress.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
@@ -14,6 +18,12 @@ export const JWT_SECRET = "os-test-secret-0123456789abcdef";
 export const AGENT = "agent-fixture";
 export const MACHINE = "machine-fixture";
 export const ORIGIN = "originating-instance";
+/** Limits no fixture reaches: tests that seed runs are about something else than the device limits. */
+export const UNLIMITED_RUNS: RunLimits = {
+  rateBurst: 1_000_000,
+  ratePerSecond: 1_000_000,
+  maxPendingRuns: 1_000_000,
+};
 
 /** Environment for OS services under test: a fresh prefix, the scripted peer, short leases and waits. */
 export function osEnv(t: TestRedis, peer: ScriptedHarnessPeer, extra: Record<string, string> = {}) {
@@ -79,6 +89,9 @@ export async function seedRun(
       spec.replyRoute ?? "voice",
       now,
       command,
+      UNLIMITED_RUNS.rateBurst,
+      UNLIMITED_RUNS.ratePerSecond,
+      UNLIMITED_RUNS.maxPendingRuns,
     ],
   );
   if (spec.unsent) await t.redis.del(device.commands);
@@ -95,7 +108,13 @@ export async function seedRun(
 
 /** Registers one voice run through the device-gateway's own registration (no router, nothing sent). */
 export async function registerVoiceRun(t: TestRedis, deviceId: string) {
-  const registration = await new RunRegistration(t.redis, t.keys, "gateway-test", 60_000).register(deviceId, {
+  const registration = await new RunRegistration(
+    t.redis,
+    t.keys,
+    "gateway-test",
+    60_000,
+    UNLIMITED_RUNS,
+  ).register(deviceId, {
     type: "voice.request",
     requestId: randomUUID(),
     agentId: AGENT,
