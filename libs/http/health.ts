@@ -1,6 +1,9 @@
 type Liveness = () => boolean;
 type Readiness = () => Promise<boolean>;
 
+/** A readiness check that has not answered by then counts as failed: /readyz answers within a second, always. */
+const READINESS_CHECK_TIMEOUT_MS = 800;
+
 /** Collects what /healthz (is the process turning?) and /readyz (can it do its job?) report. */
 export class HealthRegistry {
   private readonly liveness = new Map<string, Liveness>();
@@ -29,12 +32,26 @@ export class HealthRegistry {
   }
 
   async ready(): Promise<{ ok: boolean; checks: Record<string, boolean> }> {
-    const checks: Record<string, boolean> = {};
-    for (const [name, check] of this.readiness) checks[name] = await check().catch(() => false);
-    return { ok: Object.values(checks).every(Boolean), checks };
+    const results = await Promise.all(
+      [...this.readiness].map(async ([name, check]) => [name, await withinDeadline(check)] as const),
+    );
+    const checks = Object.fromEntries(results);
+    return { ok: results.every(([, ok]) => ok), checks };
   }
 
   close(): void {
     clearInterval(this.ticker);
+  }
+}
+
+async function withinDeadline(check: Readiness): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>(
+    (resolve) => (timer = setTimeout(() => resolve(false), READINESS_CHECK_TIMEOUT_MS)),
+  );
+  try {
+    return await Promise.race([check().catch(() => false), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

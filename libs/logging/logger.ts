@@ -1,7 +1,7 @@
-import { pino, type Logger } from "pino";
+import { pino, type Logger, type LoggerOptions } from "pino";
 
 export type { Logger };
 
-export function createLogger(service: string, level: string): Logger {
-  return pino({ name: service, level, base: { service, pid: process.pid } });
+export function createLogger(service: string, level: string, hooks?: LoggerOptions["hooks"]): Logger {
+  return pino({ name: service, level, base: { service, pid: process.pid }, ...(hooks ? { hooks } : {}) });
 }

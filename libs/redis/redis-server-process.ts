@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { spawnOwned, type OwnedProcess } from "../service/owned-processes.js";
 
 export interface RedisServerOptions {
   /** Directory for AOF/RDB files; a fresh temp dir when omitted. */
@@ -11,7 +12,14 @@ export interface RedisServerOptions {
   port?: number;
   appendonly?: boolean;
   appendfsync?: "always" | "everysec" | "no";
+  /** Clients must AUTH with it; it goes into the 0600 config file, never onto the command line. */
+  password?: string;
 }
+
+/** redis-server could not start: the reason is its own last log line (e.g. the port is in use). */
+export class RedisServerStartError extends Error {}
+
+const READY_TIMEOUT_MS = 10_000;
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -28,10 +36,13 @@ export async function freePort(): Promise<number> {
 
 /**
  * A private redis-server child process (from PATH): used by `npm start` when no REDIS_URL is configured and by
- * tests that must kill or restart Redis. Data survives restart() when AOF is on.
+ * tests that must kill or restart Redis. Data survives restart() when AOF is on. The server runs in its own process
+ * group under a parent-death watchdog (see spawnOwned), so it never outlives this process and a signal to our
+ * process group does not stop it before the services that use it have drained.
  */
 export class RedisServerProcess {
-  private child: ChildProcess | undefined;
+  private server: OwnedProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly port: number,
@@ -48,11 +59,17 @@ export class RedisServerProcess {
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    const auth = this.options.password ? `:${encodeURIComponent(this.options.password)}@` : "";
+    return `redis://${auth}127.0.0.1:${this.port}`;
+  }
+
+  /** The address without credentials, for logs. */
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
   }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.server?.child.pid;
   }
 
   /** Abrupt death (SIGKILL): what AOF must survive. */
@@ -60,6 +77,7 @@ export class RedisServerProcess {
     await this.terminate("SIGKILL");
   }
 
+  /** Graceful: redis-server flushes the AOF and exits. */
   async stop(): Promise<void> {
     await this.terminate("SIGTERM");
   }
@@ -70,38 +88,53 @@ export class RedisServerProcess {
   }
 
   private async launch(): Promise<void> {
-    const args = [
-      "--port",
-      String(this.port),
-      "--bind",
-      "127.0.0.1",
-      "--dir",
-      this.dir,
-      "--save",
-      "",
-      "--daemonize",
-      "no",
-      "--maxmemory-policy",
-      "noeviction",
-      "--appendonly",
-      this.options.appendonly === false ? "no" : "yes",
-      "--appendfsync",
-      this.options.appendfsync ?? "everysec",
-    ];
-    const child = spawn("redis-server", args, { stdio: "ignore" });
-    this.child = child;
-    await new Promise<void>((resolve, reject) => {
-      child.once("spawn", () => resolve());
-      child.once("error", (error) =>
-        reject(new Error(`cannot start redis-server from PATH: ${error.message}`)),
-      );
+    const config = join(this.dir, "redis.conf");
+    writeFileSync(config, this.configText(), { mode: 0o600 });
+    // umask 077: the AOF and any dump are readable by their owner only; exec keeps the pid redis-server's own.
+    const server = spawnOwned("sh", ["-c", 'umask 077; exec redis-server "$0"', config], {
+      stdio: ["ignore", "pipe", "pipe"],
+      onOwnerExit: "SIGTERM",
     });
-    await this.waitUntilReady();
+    this.server = server;
+    let output = "";
+    const append = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000));
+    server.child.stdout?.on("data", append);
+    server.child.stderr?.on("data", append);
+    this.exited = closeOf(server.child);
+    const pid = server.child.pid;
+    if (pid === undefined) throw new RedisServerStartError("cannot start redis-server: sh not found");
+    if (await this.waitUntilServing(server.child, pid)) return;
+    await this.exited;
+    throw new RedisServerStartError(
+      `redis-server could not start on ${this.address}: ${lastLine(output) ?? "it exited at once"}`,
+    );
   }
 
-  private async waitUntilReady(): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
+  private configText(): string {
+    const lines = [
+      `port ${this.port}`,
+      "bind 127.0.0.1",
+      `dir "${this.dir}"`,
+      'save ""',
+      "daemonize no",
+      "loglevel warning",
+      "maxmemory-policy noeviction",
+      `appendonly ${this.options.appendonly === false ? "no" : "yes"}`,
+      `appendfsync ${this.options.appendfsync ?? "everysec"}`,
+    ];
+    if (this.options.password) lines.push(`requirepass "${this.options.password}"`);
+    return `${lines.join("\n")}\n`;
+  }
+
+  /**
+   * True once the server on our port answers and is our child (not another server holding the port); false when
+   * the child exited first.
+   */
+  private async waitUntilServing(child: ChildProcess, pid: number): Promise<boolean> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (child.exitCode === null && child.signalCode === null) {
+      if (Date.now() > deadline)
+        throw new RedisServerStartError(`redis-server on ${this.address} did not become ready`);
       const probe = new Redis(this.url, {
         lazyConnect: true,
         maxRetriesPerRequest: 0,
@@ -110,23 +143,38 @@ export class RedisServerProcess {
       probe.on("error", () => undefined);
       try {
         await probe.connect();
-        if ((await probe.ping()) === "PONG") return;
+        if ((await probe.info("server")).includes(`process_id:${pid}\r\n`)) return true;
       } catch {
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        // not listening yet
       } finally {
         probe.disconnect();
       }
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    throw new Error(`redis-server on port ${this.port} did not become ready`);
+    return false;
   }
 
   private async terminate(signal: NodeJS.Signals): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      child.once("exit", () => resolve());
-      child.kill(signal);
-    });
+    const server = this.server;
+    this.server = undefined;
+    if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return;
+    server.signalGroup(signal);
+    await this.exited;
   }
+}
+
+/** After exit and after all of its output was read. */
+function closeOf(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.once("close", () => resolve());
+    child.once("error", () => resolve());
+  });
+}
+
+function lastLine(output: string): string | undefined {
+  const lines = output
+    .split("\n")
+    .map((line) => line.replace(/^\d+:[A-Z] [^*#]*[*#] /, "").trim())
+    .filter((line) => line.length > 0);
+  return lines.at(-1);
 }

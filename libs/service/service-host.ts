@@ -1,14 +1,24 @@
 import { hostname } from "node:os";
+import { z } from "zod";
 import { baseEnvSchema } from "../config/env-fields.js";
 import { ConfigError, parseConfig } from "../config/load-config.js";
 import { HealthRegistry } from "../http/health.js";
+import { answerUnavailableWhileRedisDown } from "../http/redis-unavailable.js";
 import { createServiceServer } from "../http/service-server.js";
 import { createLogger } from "../logging/logger.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import { RedisConnections } from "../redis/connections.js";
+import { OutageLogFilter } from "../redis/outage-log-filter.js";
 import { Keyspace } from "../redis/keyspace.js";
 import { consumerSettingsOf } from "../streams/consumer-settings.js";
 import type { RunningService, ServiceDefinition } from "./service-context.js";
+import { hostSettingsOf } from "./host-settings.js";
+import { drainOnSignals } from "./shutdown.js";
+
+/** The HTTP port is taken: one line for the operator, and nothing of this host is left running. */
+export class PortInUseError extends Error {}
+
+const addressInUse = z.object({ code: z.literal("EADDRINUSE") });
 
 export interface HostedServices {
   url: string;
@@ -25,15 +35,23 @@ export async function hostServices(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<HostedServices> {
   const base = parseConfig(baseEnvSchema, env);
+  const settings = hostSettingsOf(env);
   for (const definition of definitions) definition.checkConfig(env);
 
-  const log = createLogger(processName, base.LOG_LEVEL);
+  const outageLog = new OutageLogFilter();
+  const log = createLogger(processName, base.LOG_LEVEL, outageLog.hooks);
   const metrics = createMetricsRegistry();
   const health = new HealthRegistry();
-  const connections = new RedisConnections(base.REDIS_URL, log);
+  const connections = new RedisConnections(base.REDIS_URL, log, {
+    commandTimeoutMs: settings.REDIS_COMMAND_TIMEOUT_MS,
+    outageLog,
+  });
   const keys = new Keyspace(base.KEY_PREFIX);
   const http = await createServiceServer({ log, metrics, health });
+  answerUnavailableWhileRedisDown(http, connections);
   health.addReadiness("redis", () => connections.ping());
+  // Services start by writing (consumer groups, scripts): they wait for Redis rather than fail on a cold start.
+  await connections.untilAvailable();
 
   const running: RunningService[] = [];
   for (const definition of definitions) {
@@ -52,9 +70,6 @@ export async function hostServices(
     };
     running.push(await definition.start(context));
   }
-  const address = await http.listen({ host: base.HOST, port: base.PORT });
-  log.info({ address, services: definitions.map((definition) => definition.name) }, "services started");
-
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
@@ -64,26 +79,32 @@ export async function hostServices(
       await connections.close();
       health.close();
     })());
+  const address = await http.listen({ host: base.HOST, port: base.PORT }).catch(async (error: unknown) => {
+    if (!addressInUse.safeParse(error).success) throw error;
+    await stop();
+    throw new PortInUseError(
+      `${processName}: port ${base.PORT} on ${base.HOST} is already in use (set PORT)`,
+    );
+  });
+  log.info({ address, services: definitions.map((definition) => definition.name) }, "services started");
   return { url: address, stop };
 }
 
-/** Entry point helper for `main.ts` files: host, wire signals, and report a bad configuration in one line. */
+/** Entry point helper for `main.ts` files: host, drain on signals, and report a bad start in one line. */
 export async function runMain(processName: string, definitions: ServiceDefinition[]): Promise<void> {
-  let hosted: HostedServices;
   try {
-    hosted = await hostServices(processName, definitions);
+    const { SHUTDOWN_TIMEOUT_MS } = hostSettingsOf(process.env);
+    const started: { hosted?: HostedServices } = {};
+    drainOnSignals(processName, async () => started.hosted?.stop(), SHUTDOWN_TIMEOUT_MS);
+    started.hosted = await hostServices(processName, definitions);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(78);
-    }
-    throw error;
+    exitOnStartupError(error);
   }
-  const shutdown = async (signal: string) => {
-    process.stderr.write(`${processName}: ${signal}, draining\n`);
-    await hosted.stop();
-    process.exit(0);
-  };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** A bad configuration exits 78 (EX_CONFIG), a taken port 1, each as one line on stderr; anything else is thrown. */
+export function exitOnStartupError(error: unknown): never {
+  if (!(error instanceof ConfigError || error instanceof PortInUseError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(error instanceof ConfigError ? 78 : 1);
 }

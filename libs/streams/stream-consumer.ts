@@ -9,6 +9,7 @@ import { ensureConsumerGroup, PAYLOAD_FIELD } from "./stream-writer.js";
 import type { Registry } from "prom-client";
 import { sleep } from "../timing/sleep.js";
 import { errorMessage } from "../errors/error-message.js";
+import { isRedisUnavailableError } from "../redis/redis-errors.js";
 
 export interface StreamEntry<T> {
   id: string;
@@ -57,6 +58,8 @@ export class StreamConsumer<S extends z.ZodType> {
   private readonly metrics: StreamMetrics;
   private readonly lastErrors = new Map<string, string>();
   private stopping = false;
+  private readonly stopped: Promise<void>;
+  private signalStopped: () => void = () => undefined;
   private loop: Promise<void> | undefined;
   private lastBeatAt = Date.now();
   private nextClaimAt = 0;
@@ -66,6 +69,7 @@ export class StreamConsumer<S extends z.ZodType> {
     this.deadLetterKey = options.keys.deadLetter(options.stream.name);
     this.reader = options.connections.blocking(`${options.stream.name}/${options.group}`);
     this.metrics = StreamMetrics.of(options.metrics);
+    this.stopped = new Promise((resolve) => (this.signalStopped = resolve));
     this.metrics.watch({
       redis: options.connections.command,
       streamKey: this.streamKey,
@@ -98,9 +102,14 @@ export class StreamConsumer<S extends z.ZodType> {
     }
   }
 
-  /** Graceful drain: stop reading, let the in-flight batch finish and be acked, then return. */
+  /**
+   * Graceful drain: stop reading, let the in-flight batch finish and be acked, then return. With Redis down there is
+   * nothing to finish: the read waiting for Redis to come back is dropped (its entries stay pending for a restart).
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.signalStopped();
+    if (!this.options.connections.available) this.reader.disconnect();
     await this.loop;
     this.reader.disconnect();
   }
@@ -125,10 +134,14 @@ export class StreamConsumer<S extends z.ZodType> {
         }
       } catch (error) {
         if (this.stopping) break;
-        this.options.log.error(
-          { err: errorMessage(error), consumer: this.name },
-          "stream read failed; retrying",
-        );
+        // Redis being away is logged once by the connections; the loop just waits for it without a line per turn.
+        if (isRedisUnavailableError(error) || !this.options.connections.available)
+          await Promise.race([this.options.connections.untilAvailable(), this.stopped]);
+        else
+          this.options.log.error(
+            { err: errorMessage(error), consumer: this.name },
+            "stream read failed; retrying",
+          );
         await sleep(Math.max(this.options.settings.retryDelayMs, 200));
         pendingCursor = "0";
       }
@@ -249,7 +262,8 @@ export class StreamConsumer<S extends z.ZodType> {
       const message = errorMessage(error);
       this.metrics.failed.inc(labels);
       this.lastErrors.set(id, message);
-      this.options.log.warn({ consumer: this.name, id, deliveries, err: message }, "stream handler failed");
+      if (!isRedisUnavailableError(error))
+        this.options.log.warn({ consumer: this.name, id, deliveries, err: message }, "stream handler failed");
       if (deliveries >= this.options.settings.maxDeliveries)
         await this.deadLetter(id, raw, message, deliveries);
       return false;

@@ -1,13 +1,63 @@
-import { mkdirSync } from "node:fs";
-import { resolve } from "node:path";
-import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
+import { chmodSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { envInt } from "../../libs/config/env-fields.js";
+import { parseConfig } from "../../libs/config/load-config.js";
+import { RedisServerProcess, RedisServerStartError } from "../../libs/redis/redis-server-process.js";
+import { DataDirLock } from "./data-dir-lock.js";
+import { embeddedRedisPassword } from "./redis-password.js";
+
+const embeddedRedisSchema = z.object({
+  REDIS_DATA_DIR: z.string().min(1).default(".tmp/redis"),
+  /** A fixed port for the embedded Redis; a free one when unset. */
+  REDIS_PORT: envInt(0, 0, 65535),
+});
+
+/** The embedded Redis could not start (its port is taken, redis-server is missing): one line, nothing left running. */
+export class EmbeddedRedisError extends Error {}
+
+export interface EmbeddedRedis {
+  /** With the password: for the services of this process only. */
+  url: string;
+  /** Without credentials: for logs. */
+  address: string;
+  dir: string;
+  /** Stops redis-server (it flushes its AOF) and releases the data directory. */
+  stop(): Promise<void>;
+}
 
 /**
  * `npm start` with no REDIS_URL: run a private redis-server (AOF on, data kept in REDIS_DATA_DIR, default
- * `.tmp/redis`) so the whole stack works on one machine with nothing configured.
+ * `.tmp/redis`, mode 0700, one writer at a time, a generated password) so the whole stack works on one machine
+ * with nothing configured.
  */
-export async function startEmbeddedRedis(env: NodeJS.ProcessEnv): Promise<RedisServerProcess> {
-  const dir = resolve(env.REDIS_DATA_DIR ?? ".tmp/redis");
-  mkdirSync(dir, { recursive: true });
-  return RedisServerProcess.start({ dir, appendonly: true, appendfsync: "everysec" });
+export async function startEmbeddedRedis(env: NodeJS.ProcessEnv): Promise<EmbeddedRedis> {
+  const settings = parseConfig(embeddedRedisSchema, env);
+  const dir = resolve(settings.REDIS_DATA_DIR);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const lock = DataDirLock.acquire(dir);
+  try {
+    const server = await RedisServerProcess.start({
+      dir,
+      port: settings.REDIS_PORT === 0 ? undefined : settings.REDIS_PORT,
+      password: embeddedRedisPassword(join(dir, "redis.password")),
+      appendonly: true,
+      appendfsync: "everysec",
+    });
+    lock.recordRedis(server.pid);
+    return {
+      url: server.url,
+      address: server.address,
+      dir,
+      async stop() {
+        await server.stop();
+        lock.release();
+      },
+    };
+  } catch (error) {
+    lock.release();
+    if (error instanceof RedisServerStartError) throw new EmbeddedRedisError(`all-in-one: ${error.message}`);
+    throw error;
+  }
 }

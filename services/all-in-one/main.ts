@@ -1,37 +1,54 @@
 import { baseEnvSchema } from "../../libs/config/env-fields.js";
-import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
-import { hostServices } from "../../libs/service/service-host.js";
+import { parseConfig } from "../../libs/config/load-config.js";
+import { hostSettingsOf, type HostSettings } from "../../libs/service/host-settings.js";
+import { exitOnStartupError, hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import { drainOnSignals } from "../../libs/service/shutdown.js";
 import { allServices } from "../catalog.js";
-import { startEmbeddedRedis } from "./embedded-redis.js";
+import { DataDirInUseError } from "./data-dir-lock.js";
+import { EmbeddedRedisError, startEmbeddedRedis, type EmbeddedRedis } from "./embedded-redis.js";
 import { withLocalDefaults } from "./local-defaults.js";
 
 /** Every service in one process behind one HTTP port (127.0.0.1:8080 by default): the laptop mode. */
 const env = withLocalDefaults(process.env);
+let settings: HostSettings;
 try {
   parseConfig(baseEnvSchema, env);
+  settings = hostSettingsOf(env);
   for (const definition of allServices) definition.checkConfig(env);
 } catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`${error.message}\n`);
-  process.exit(78);
+  exitOnStartupError(error);
 }
 
-const embedded = env.REDIS_URL ? undefined : await startEmbeddedRedis(env);
+// Services drain first, the embedded Redis they write to stops last.
+let embedded: EmbeddedRedis | undefined;
+let hosted: HostedServices | undefined;
+drainOnSignals(
+  "all-in-one",
+  async () => {
+    await hosted?.stop();
+    await embedded?.stop();
+  },
+  settings.SHUTDOWN_TIMEOUT_MS,
+);
+
+try {
+  embedded = env.REDIS_URL ? undefined : await startEmbeddedRedis(env);
+} catch (error) {
+  if (!(error instanceof EmbeddedRedisError || error instanceof DataDirInUseError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+}
 if (embedded) {
   env.REDIS_URL = embedded.url;
   process.stderr.write(
-    `all-in-one: no REDIS_URL set, started redis-server at ${embedded.url} (data in ${embedded.dir})\n`,
+    `all-in-one: no REDIS_URL set, started redis-server at ${embedded.address} (data in ${embedded.dir})\n`,
   );
 }
 
-const hosted = await hostServices("all-in-one", allServices, env);
-process.stderr.write(`all-in-one: listening on ${hosted.url}\n`);
-
-const shutdown = async (signal: string) => {
-  process.stderr.write(`all-in-one: ${signal}, draining\n`);
-  await hosted.stop();
+try {
+  hosted = await hostServices("all-in-one", allServices, env);
+} catch (error) {
   await embedded?.stop();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
+  exitOnStartupError(error);
+}
+process.stderr.write(`all-in-one: listening on ${hosted.url}\n`);

@@ -9,6 +9,12 @@ export interface EngineProcessEvents {
   closed(exit: { code: number | null; signal: string | null; spawned: boolean; error?: string }): void;
 }
 
+/** Engines still running: a runner that exits (drain deadline, crash) takes them with it instead of orphaning them. */
+const running = new Set<ChildProcessWithoutNullStreams>();
+process.on("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 /** One engine child process: lines in, lines out, one `closed` at the end whatever the way it ended. */
 export class EngineProcess {
   readonly pid: number | undefined;
@@ -22,6 +28,8 @@ export class EngineProcess {
     const [executable, ...args] = command as [string, ...string[]];
     this.child = spawn(executable, args, { stdio: ["pipe", "pipe", "pipe"] });
     this.pid = this.child.pid;
+    running.add(this.child);
+    this.child.once("exit", () => running.delete(this.child));
     this.child.stdin.on("error", () => (this.stdinOpen = false));
     this.child.stdin.on("close", () => (this.stdinOpen = false));
     this.child.stderr.on("data", (chunk: Buffer) => events.stderr(chunk.toString()));

@@ -1,5 +1,6 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { parseConfig } from "../../libs/config/load-config.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
@@ -29,6 +30,7 @@ export const ttsDispatcherService = defineService({
       retryDelayMs: config.PLAYBACK_RETRY_DELAY_MS,
       retentionMs: config.RESULT_RETENTION_MS,
     });
+    queue.queue.on("error", (error) => ctx.log.warn({ err: errorMessage(error) }, "playback queue error"));
     metrics.watchQueue(() => queue.counts());
     const speech = { speechMaxChars: config.SPEECH_MAX_CHARS };
     const dispatcher = new ResultDispatcher({

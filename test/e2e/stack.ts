@@ -28,7 +28,10 @@ export const SERVICE_NAMES = [
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
+/** Signs OS tokens (aud `os`): Lamps and operators of the OS API. */
 export const E2E_SECRET = "e2e-secret-0123456789abcdef-0123";
+/** Signs Harness tokens (aud `harness`): the router's per-device peer tokens and Harness operators. */
+export const E2E_HARNESS_SECRET = "e2e-harness-secret-0123456789abcdef";
 export const MACHINE = "machine-e2e";
 
 export interface StackOptions {
@@ -80,6 +83,7 @@ export class E2EStack {
       HOST: "127.0.0.1",
       LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
       AUTH_JWT_SECRET: E2E_SECRET,
+      HARNESS_JWT_SECRET: E2E_HARNESS_SECRET,
       AGENTS_FILE: agentsFile,
       MACHINE_ID: MACHINE,
       HARNESS_MACHINE_ID: MACHINE,
@@ -96,8 +100,14 @@ export class E2EStack {
       ...options.env,
     };
     const stack = new E2EStack(t, workDir, agents, ports, env, options.startTimeoutMs ?? 60_000);
-    await Promise.all(SERVICE_NAMES.map((name) => stack.launch(name)));
-    await stack.waitUntilReady();
+    try {
+      await Promise.all(SERVICE_NAMES.map((name) => stack.launch(name)));
+      await stack.waitUntilReady();
+    } catch (error) {
+      // A stack that never came up has nobody to stop it later.
+      await stack.stop();
+      throw error;
+    }
     return stack;
   }
 
@@ -117,8 +127,19 @@ export class E2EStack {
     return `ws://127.0.0.1:${this.ports.get("device-gateway")}/v1/lamp/ws`;
   }
 
+  /** An OS token (aud `os`): a Lamp, or an operator of the OS API. */
   token(deviceId: string, role: "device" | "operator" = "device"): Promise<string> {
-    return signToken(E2E_SECRET, { sub: deviceId, role, expiresInSeconds: 3600 });
+    return signToken(E2E_SECRET, { audience: "os", sub: deviceId, role, expiresInSeconds: 3600 });
+  }
+
+  /** A Harness token (aud `harness`): a Harness operator (the router mints its own peer tokens). */
+  harnessOperatorToken(): Promise<string> {
+    return signToken(E2E_HARNESS_SECRET, {
+      audience: "harness",
+      sub: "ops",
+      role: "operator",
+      expiresInSeconds: 3600,
+    });
   }
 
   /** A Lamp for `deviceId`, connected over the real WebSocket. */

@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
@@ -70,6 +71,14 @@ async function main(): Promise<number> {
   if (args.data.json) writeFileSync(args.data.json, JSON.stringify(outcome, null, 2));
   return outcome.verdict.violations.length === 0 ? 0 : 1;
 }
+
+// Stopped by Ctrl-C or a timeout: exiting takes the stack's services, engines and redis-server with it (each is
+// spawned with spawnOwned), instead of leaving them running without their campaign.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+  process.once(signal, () => {
+    console.error(`chaos: ${signal}; stopping the stack`);
+    process.exit(128 + constants.signals[signal]);
+  });
 
 main().then(
   (code) => process.exit(code),

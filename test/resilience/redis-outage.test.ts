@@ -1,0 +1,95 @@
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import { Keyspace } from "../../libs/redis/keyspace.js";
+import { freePort, RedisServerProcess } from "../../libs/redis/redis-server-process.js";
+import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
+import { claudeStreamWorkload } from "../../bench/extractor-workloads.js";
+import { TsProcess } from "../helpers/child-process.js";
+import { waitFor } from "../helpers/test-redis.js";
+
+const AGENT = "outage";
+const SECRET = "outage-secret-0123456789abcdef-0123";
+
+let host: TsProcess | undefined;
+let server: RedisServerProcess | undefined;
+let client: Redis | undefined;
+afterEach(async () => {
+  client?.disconnect();
+  await host?.kill("SIGKILL");
+  await server?.stop();
+});
+
+async function timed(url: string): Promise<{ status: number; body: unknown; ms: number }> {
+  const started = Date.now();
+  const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+  return { status: response.status, body: await response.json(), ms: Date.now() - started };
+}
+
+async function addRecords(redis: Redis, streamKey: string, records: unknown[]): Promise<void> {
+  const batch = redis.pipeline();
+  for (const record of records) batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(record));
+  await batch.exec();
+}
+
+describe("a Redis outage", () => {
+  it("answers 503 at once, logs one line each way, and completes every accepted entry after Redis is back", async () => {
+    server = await RedisServerProcess.start({ appendonly: true, appendfsync: "always" });
+    client = new Redis(server.url, { maxRetriesPerRequest: null });
+    client.on("error", () => undefined);
+    const keys = new Keyspace("outage");
+    const streamKey = keys.stream(STREAM_CATALOG.engineRecords.name);
+    const records = [...claudeStreamWorkload(3_000).generate(AGENT)];
+    const accepted = records.slice(0, 2_000);
+    await addRecords(client, streamKey, accepted);
+
+    const port = await freePort();
+    host = new TsProcess("test/resilience/outage-host.ts", {
+      REDIS_URL: server.url,
+      KEY_PREFIX: keys.prefix,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      LOG_LEVEL: "info",
+      AUTH_JWT_SECRET: SECRET,
+      STREAM_BATCH_SIZE: "8",
+      STREAM_BLOCK_MS: "200",
+      STREAM_RETRY_DELAY_MS: "100",
+    });
+    await host.waitForOutput('"msg":"services started"', 60_000);
+    const base = `http://127.0.0.1:${port}`;
+    const seqKey = keys.prefix + `:ev:{a:${AGENT}}:rt:${AGENT}-rt`;
+    const appliedSeq = async () => Number((await client?.hget(seqKey, "seq")) ?? 0);
+    expect((await timed(`${base}/v1/runs/r1`)).status).toBe(401);
+
+    const logBefore = host.log.length;
+    await server.kill();
+    await host.waitForOutput("redis unavailable", 5_000);
+    const ready = await timed(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.body).toMatchObject({ ok: false, checks: { redis: false } });
+    expect(ready.ms).toBeLessThan(1_000);
+    const api = await timed(`${base}/v1/runs/r1`);
+    expect(api.status).toBe(503);
+    expect(api.body).toMatchObject({ error: { code: "UNAVAILABLE" } });
+    expect(api.ms).toBeLessThan(500);
+
+    await server.restart();
+    await host.waitForOutput("redis back", 10_000);
+    await addRecords(client, streamKey, records.slice(accepted.length));
+    const last = (records.at(-1) as { seq: number }).seq;
+    expect(await waitFor(appliedSeq, (seq) => seq >= last, { timeoutMs: 60_000, intervalMs: 200 })).toBe(
+      last,
+    );
+    expect((await timed(`${base}/readyz`)).status).toBe(200);
+
+    const outageLog = host.log
+      .slice(logBefore)
+      .split("\n")
+      .filter((line) => line.trim().length > 0);
+    expect(outageLog.filter((line) => line.includes("redis unavailable"))).toHaveLength(1);
+    expect(outageLog.filter((line) => line.includes("redis back"))).toHaveLength(1);
+    expect(host.log).not.toContain("Unhandled error event");
+    expect(outageLog.length, outageLog.join("\n")).toBeLessThan(12);
+    expect(await host.kill("SIGTERM")).toBe(0);
+  }, 120_000);
+});
