@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { z } from "zod";
 import { baseEnvSchema } from "../config/env-fields.js";
@@ -20,6 +21,26 @@ export class PortInUseError extends Error {}
 
 const addressInUse = z.object({ code: z.literal("EADDRINUSE") });
 
+/**
+ * Fails with PortInUseError when the HTTP port is taken, before anything is started: a second `npm start` says so at
+ * once. (The listen itself can still lose a race; hostServices then stops what it started and throws the same.)
+ */
+export async function ensurePortFree(processName: string, host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once("error", reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  }).catch((error: unknown) => {
+    if (!addressInUse.safeParse(error).success) throw error;
+    throw portInUse(processName, host, port);
+  });
+}
+
+function portInUse(processName: string, host: string, port: number): PortInUseError {
+  return new PortInUseError(`${processName}: port ${port} on ${host} is already in use (set PORT)`);
+}
+
 export interface HostedServices {
   url: string;
   stop(): Promise<void>;
@@ -37,6 +58,7 @@ export async function hostServices(
   const base = parseConfig(baseEnvSchema, env);
   const settings = hostSettingsOf(env);
   for (const definition of definitions) definition.checkConfig(env);
+  await ensurePortFree(processName, base.HOST, base.PORT);
 
   const outageLog = new OutageLogFilter();
   const log = createLogger(processName, base.LOG_LEVEL, outageLog.hooks);

@@ -1,26 +1,75 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { TsProcess } from "../../test/helpers/child-process.js";
 import { waitFor } from "../../test/helpers/test-redis.js";
 
-let child: TsProcess | undefined;
+const SHUTDOWN_TIMEOUT_MS = 10_000;
+const lockSchema = z.object({ pid: z.number(), redisPid: z.number() });
+
+const children: TsProcess[] = [];
 afterEach(async () => {
-  await child?.kill("SIGTERM");
+  await Promise.all(children.splice(0).map((child) => child.kill("SIGKILL")));
 });
 
+interface Stack {
+  child: TsProcess;
+  port: number;
+  dataDir: string;
+}
+
+function launch(how: "node" | "npm", env: Record<string, string>): TsProcess {
+  const fullEnv = { SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS), REDIS_URL: undefined, ...env };
+  const child =
+    how === "npm"
+      ? TsProcess.npmScript("start", fullEnv)
+      : new TsProcess("services/all-in-one/main.ts", fullEnv);
+  children.push(child);
+  return child;
+}
+
+async function startStack(how: "node" | "npm"): Promise<Stack> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "aio-"));
+  const child = launch(how, { PORT: String(port), REDIS_DATA_DIR: dataDir });
+  await child.waitForOutput("listening on", 90_000);
+  return { child, port, dataDir };
+}
+
+/** Every process of one stack: they all carry its data directory in their environment (redis-server: as cwd). */
+function stackProcesses(dataDir: string): number[] {
+  const marker = `REDIS_DATA_DIR=${dataDir}\0`;
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return (
+          readlinkSync(`/proc/${pid}/cwd`) === dataDir ||
+          readFileSync(`/proc/${pid}/environ`, "utf8").includes(marker)
+        );
+      } catch {
+        return false; // ended while we looked, or not ours to read
+      }
+    })
+    .map(Number);
+}
+
+function redisPidOf(dataDir: string): number {
+  return lockSchema.parse(JSON.parse(readFileSync(join(dataDir, "lampline.lock"), "utf8"))).redisPid;
+}
+
+async function stopWithin(stop: () => Promise<number | null>): Promise<{ code: number | null; ms: number }> {
+  const started = Date.now();
+  const code = await stop();
+  return { code, ms: Date.now() - started };
+}
+
 describe("npm start (all-in-one)", () => {
-  it("starts its own Redis when REDIS_URL is unset and answers /healthz, /readyz and /metrics", async () => {
-    const port = await freePort();
-    const dataDir = mkdtempSync(join(tmpdir(), "aio-"));
-    child = new TsProcess("services/all-in-one/main.ts", {
-      PORT: String(port),
-      REDIS_DATA_DIR: dataDir,
-      REDIS_URL: undefined,
-    });
-    await child.waitForOutput("listening on", 90_000);
+  it("starts its own Redis (password, 0700 data, one writer) and drains on SIGTERM to node, Redis last", async () => {
+    const { child, port, dataDir } = await startStack("node");
     expect(child.log).toContain("started redis-server");
     const base = `http://127.0.0.1:${port}`;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
@@ -31,10 +80,59 @@ describe("npm start (all-in-one)", () => {
     );
     expect(ready).toMatchObject({ ok: true, checks: { redis: true } });
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toContain("process_cpu_seconds_total");
     expect(metrics).toContain("stream_entries_processed_total");
-    const stopping = Date.now();
-    expect(await child.kill("SIGTERM")).toBe(0);
-    expect(Date.now() - stopping).toBeLessThan(10_000);
-  }, 120_000);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dataDir, "redis.password")).mode & 0o777).toBe(0o600);
+    expect(child.log).not.toContain(readFileSync(join(dataDir, "redis.password"), "utf8").trim());
+
+    const second = launch("node", { PORT: String(await freePort()), REDIS_DATA_DIR: dataDir });
+    expect(await second.exit()).toBe(1);
+    expect(second.log.trim().split("\n")).toEqual([expect.stringMatching(/is in use by pid \d+/)]);
+
+    const otherDir = mkdtempSync(join(tmpdir(), "aio-"));
+    const portTaken = launch("node", { PORT: String(port), REDIS_DATA_DIR: otherDir });
+    expect(await portTaken.exit()).toBe(1);
+    expect(portTaken.log.trim().split("\n")).toEqual([expect.stringContaining(`port ${port}`)]);
+    expect(stackProcesses(otherDir)).toEqual([]);
+
+    const stop = await stopWithin(() => child.kill("SIGTERM"));
+    expect(stop.code).toBe(0);
+    expect(stop.ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
+    expect(stackProcesses(dataDir)).toEqual([]);
+    expect(child.log).not.toMatch(/MaxRetriesPerRequestError|Unhandled error event/);
+  }, 180_000);
+
+  const forms: Array<{ name: string; signal: NodeJS.Signals; to: "npm" | "group" }> = [
+    { name: "SIGTERM to npm", signal: "SIGTERM", to: "npm" },
+    { name: "SIGTERM to the process group", signal: "SIGTERM", to: "group" },
+    { name: "SIGINT to the process group (Ctrl-C)", signal: "SIGINT", to: "group" },
+  ];
+  it.each(forms)(
+    "$name: drains within the deadline, exits 0 and leaves nothing running",
+    async (form) => {
+      const { child, dataDir } = await startStack("npm");
+      const stop = await stopWithin(() =>
+        form.to === "npm" ? child.kill(form.signal) : child.signalGroup(form.signal),
+      );
+      expect(stop.code, child.log.slice(-2_000)).toBe(0);
+      expect(stop.ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
+      expect(child.log).toContain("all-in-one: stopped in");
+      expect(stackProcesses(dataDir)).toEqual([]);
+      expect(child.log).not.toMatch(/MaxRetriesPerRequestError|Unhandled error event/);
+    },
+    180_000,
+  );
+
+  it("its redis-server exits by itself within seconds when the node process is SIGKILLed", async () => {
+    const { child, dataDir } = await startStack("node");
+    const redisPid = redisPidOf(dataDir);
+    await child.kill("SIGKILL");
+    const left = await waitFor(
+      () => stackProcesses(dataDir),
+      (pids) => pids.length === 0,
+      { timeoutMs: 5_000, intervalMs: 100 },
+    );
+    expect(left).toEqual([]);
+    expect(stackProcesses(dataDir)).not.toContain(redisPid);
+  }, 180_000);
 });

@@ -1,7 +1,12 @@
 import { baseEnvSchema } from "../../libs/config/env-fields.js";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { hostSettingsOf, type HostSettings } from "../../libs/service/host-settings.js";
-import { exitOnStartupError, hostServices, type HostedServices } from "../../libs/service/service-host.js";
+import {
+  ensurePortFree,
+  exitOnStartupError,
+  hostServices,
+  type HostedServices,
+} from "../../libs/service/service-host.js";
 import { drainOnSignals } from "../../libs/service/shutdown.js";
 import { allServices } from "../catalog.js";
 import { DataDirInUseError } from "./data-dir-lock.js";
@@ -12,9 +17,10 @@ import { withLocalDefaults } from "./local-defaults.js";
 const env = withLocalDefaults(process.env);
 let settings: HostSettings;
 try {
-  parseConfig(baseEnvSchema, env);
+  const base = parseConfig(baseEnvSchema, env);
   settings = hostSettingsOf(env);
   for (const definition of allServices) definition.checkConfig(env);
+  await ensurePortFree("all-in-one", base.HOST, base.PORT);
 } catch (error) {
   exitOnStartupError(error);
 }
