@@ -7,7 +7,15 @@ import { corpusAvailable } from "../helpers/corpus.js";
 import { osReplayCases } from "../helpers/os-replay-cases.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "./harness-peer.js";
-import { framesHandled, osEnv, resolverIdle, seedRun, statesOf, streamLength } from "./os-fixture.js";
+import {
+  framesHandled,
+  HARNESS_SECRET,
+  osEnv,
+  resolverIdle,
+  seedRun,
+  statesOf,
+  streamLength,
+} from "./os-fixture.js";
 
 const DEVICE = "lamp-corpus";
 let t: TestRedis;
@@ -28,7 +36,7 @@ describe.skipIf(!corpusAvailable)(
       async (profile) => {
         const cases = osReplayCases(profile);
         t = createTestRedis(`corpus-${profile}`);
-        peer = await ScriptedHarnessPeer.start("os-test-secret-0123456789abcdef");
+        peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
         peer.originatingInstanceId = cases.originatingServerInstanceId;
         const runByDelivery: Record<string, string> = {};
         for (const input of cases.pending)
