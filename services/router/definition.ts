@@ -27,7 +27,7 @@ export const routerService = defineService({
           leaseOwner: owner,
           config,
           redis,
-          reader: redis.duplicate(),
+          reader: ctx.connections.blocking(`router/session/${deviceId}`),
           keys: ctx.keys,
           metrics,
           log: ctx.log,
