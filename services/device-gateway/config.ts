@@ -1,10 +1,11 @@
 import { z } from "zod";
-import { envInt } from "../../libs/config/env-fields.js";
+import { envInt, envJwtSecret } from "../../libs/config/env-fields.js";
 import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_PRESENCE_TTL_MS } from "../../libs/contract/lamp-delivery.js";
 
 export const deviceGatewayConfigSchema = z.object({
-  AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters"),
+  /** Signs and verifies the `os` audience: Lamp and operator tokens at the Lamp socket and the OS API. */
+  AUTH_JWT_SECRET: envJwtSecret,
   /** Default voice-target expiry when the Lamp sends none. */
   VOICE_TARGET_TTL_MS: envInt(15 * 60_000, 1_000),
   LAMP_PRESENCE_TTL_MS: envInt(LAMP_PRESENCE_TTL_MS, 300),

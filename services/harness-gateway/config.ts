@@ -1,14 +1,15 @@
 import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { envBool, envInt } from "../../libs/config/env-fields.js";
+import { envBool, envInt, envJwtSecret } from "../../libs/config/env-fields.js";
 import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
 import { agentsFileSchema, type AgentConfig } from "../../libs/contract/engine.js";
 import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { retentionEnvFields } from "../../libs/harness-store/retention-config.js";
 
 export const gatewayEnvSchema = z.object({
-  AUTH_JWT_SECRET: z.string().min(16, "at least 16 characters"),
+  /** Verifies the `harness` audience: the OS's per-device peer tokens and operator tokens (required). */
+  HARNESS_JWT_SECRET: envJwtSecret,
   AGENTS_FILE: z.string().min(1),
   HARNESS_MACHINE_ID: z.string().min(1).max(128).default(hostname()),
   /** The operator's switch for the v2 capability (DESIGN §7). */

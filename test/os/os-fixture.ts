@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { signToken } from "../../libs/auth/tokens.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { runUpdateRecordSchema, type RunUpdateRecord } from "../../libs/contract/run-update.js";
@@ -14,7 +15,10 @@ import { groupDrained } from "../helpers/stream-progress.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
 
-export const JWT_SECRET = "os-test-secret-0123456789abcdef";
+/** Signs OS tokens (aud `os`: Lamps and operators). */
+export const JWT_SECRET = "os-test-secret-0123456789abcdef-0123";
+/** Signs the router's Harness tokens (aud `harness`), verified by the scripted peer or the real harness-gateway. */
+export const HARNESS_SECRET = "os-test-harness-secret-0123456789abcdef";
 export const AGENT = "agent-fixture";
 export const MACHINE = "machine-fixture";
 export const ORIGIN = "originating-instance";
@@ -33,6 +37,7 @@ export function osEnv(t: TestRedis, peer: ScriptedHarnessPeer, extra: Record<str
     PORT: "0",
     LOG_LEVEL: "silent",
     AUTH_JWT_SECRET: JWT_SECRET,
+    HARNESS_JWT_SECRET: HARNESS_SECRET,
     HARNESS_URL: peer.url,
     ROUTER_LEASE_TTL_MS: "1500",
     HARNESS_REQUEST_TIMEOUT_MS: "1000",
@@ -42,6 +47,10 @@ export function osEnv(t: TestRedis, peer: ScriptedHarnessPeer, extra: Record<str
     ...extra,
   };
 }
+
+/** An OS token (aud `os`) for a Lamp, or an operator of the OS API. */
+export const osToken = (sub: string, role: "device" | "operator" = "device") =>
+  signToken(JWT_SECRET, { audience: "os", sub, role });
 
 export interface SeededRun {
   key: string;
