@@ -76,6 +76,21 @@ export class RedisConnections {
     }
   }
 
+  /**
+   * For a stop while Redis is down: a blocking read queued for Redis's return would hold its loop's stop forever, so
+   * every blocking connection is closed for good and its queued commands fail. Between two reconnect attempts
+   * ioredis's disconnect() only cancels the next attempt and leaves the queue waiting; one last attempt, made while
+   * closing, is what fails the queue. Nothing was in flight to drain.
+   */
+  abandonBlockedReads(): void {
+    for (const connection of this.opened) {
+      if (connection === this.command) continue;
+      const between = connection.status === "reconnecting";
+      connection.disconnect();
+      if (between) connection.connect().catch(() => undefined);
+    }
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await Promise.all(

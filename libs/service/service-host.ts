@@ -8,7 +8,10 @@ import { answerUnavailableWhileRedisDown } from "../http/redis-unavailable.js";
 import { createServiceServer } from "../http/service-server.js";
 import { createLogger } from "../logging/logger.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
+import { errorMessage } from "../errors/error-message.js";
+import type { Logger } from "../logging/logger.js";
 import { RedisConnections } from "../redis/connections.js";
+import { isRedisUnavailableError } from "../redis/redis-errors.js";
 import { OutageLogFilter } from "../redis/outage-log-filter.js";
 import { Keyspace } from "../redis/keyspace.js";
 import { consumerSettingsOf } from "../streams/consumer-settings.js";
@@ -95,11 +98,13 @@ export async function hostServices(
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
+      if (!connections.available) connections.abandonBlockedReads();
       // Services only meet through Redis, so they drain side by side: a stop costs one blocking read, not eight.
-      await Promise.all(running.map((service) => service.stop()));
+      const stops = await Promise.allSettled(running.map((service) => service.stop()));
       await http.close();
       await connections.close();
       health.close();
+      throwUnlessOnlyRedisWasAway(stops, definitions, log);
     })());
   const address = await http.listen({ host: base.HOST, port: base.PORT }).catch(async (error: unknown) => {
     if (!addressInUse.safeParse(error).success) throw error;
@@ -110,6 +115,24 @@ export async function hostServices(
   });
   log.info({ address, services: definitions.map((definition) => definition.name) }, "services started");
   return { url: address, stop };
+}
+
+/**
+ * A stop that failed because Redis is away (a last presence write, a heartbeat delete) is logged and the stop goes
+ * on: what it would have written expires or is redone at the next start. Any other failure fails the stop.
+ */
+function throwUnlessOnlyRedisWasAway(
+  stops: PromiseSettledResult<void>[],
+  definitions: ServiceDefinition[],
+  log: Logger,
+): void {
+  const failures: { service: string | undefined; error: unknown }[] = stops.flatMap((stop, index) =>
+    stop.status === "rejected" ? [{ service: definitions[index]?.name, error: stop.reason }] : [],
+  );
+  for (const { service, error } of failures)
+    log.warn({ service, reason: errorMessage(error) }, "service stop incomplete");
+  const unexpected = failures.find(({ error }) => !isRedisUnavailableError(error));
+  if (unexpected) throw unexpected.error;
 }
 
 /** Entry point helper for `main.ts` files: host, drain on signals, and report a bad start in one line. */

@@ -102,14 +102,10 @@ export class StreamConsumer<S extends z.ZodType> {
     }
   }
 
-  /**
-   * Graceful drain: stop reading, let the in-flight batch finish and be acked, then return. With Redis down there is
-   * nothing to finish: the read waiting for Redis to come back is dropped (its entries stay pending for a restart).
-   */
+  /** Graceful drain: stop reading, let the in-flight batch finish and be acked, then return. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.signalStopped();
-    if (!this.options.connections.available) this.reader.disconnect();
     await this.loop;
     this.reader.disconnect();
   }

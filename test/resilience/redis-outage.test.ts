@@ -92,4 +92,39 @@ describe("a Redis outage", () => {
     expect(outageLog.length, outageLog.join("\n")).toBeLessThan(12);
     expect(await host.kill("SIGTERM")).toBe(0);
   }, 120_000);
+
+  it("drains and exits 0 at once when SIGTERM arrives while Redis is down", async () => {
+    server = await RedisServerProcess.start({ appendonly: true });
+    const port = await freePort();
+    host = new TsProcess("test/resilience/outage-host.ts", {
+      REDIS_URL: server.url,
+      KEY_PREFIX: "outage-stop",
+      PORT: String(port),
+      AUTH_JWT_SECRET: SECRET,
+      SHUTDOWN_TIMEOUT_MS: "10000",
+    });
+    await host.waitForOutput('"msg":"services started"', 60_000);
+    await server.kill();
+    await host.waitForOutput("redis unavailable", 5_000);
+    const started = Date.now();
+    expect(await host.kill("SIGTERM"), host.log.slice(-2_000)).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  }, 120_000);
+
+  it("exits 1 at the deadline, in one line, when a drain cannot finish without Redis (unwritten engine records)", async () => {
+    server = await RedisServerProcess.start({ appendonly: true });
+    host = new TsProcess("services/all-in-one/main.ts", {
+      REDIS_URL: server.url,
+      KEY_PREFIX: "outage-deadline",
+      PORT: String(await freePort()),
+      SHUTDOWN_TIMEOUT_MS: "3000",
+    });
+    await host.waitForOutput("listening on", 90_000);
+    await server.kill();
+    await host.waitForOutput("redis unavailable", 5_000);
+    const started = Date.now();
+    expect(await host.kill("SIGTERM")).toBe(1);
+    expect(Date.now() - started).toBeLessThan(6_000);
+    expect(host.log).toContain("all-in-one: not drained within 3000 ms; exiting anyway");
+  }, 120_000);
 });
