@@ -28,9 +28,7 @@ export function isRedisUnavailableError(error: unknown): boolean {
   return isRedisUnavailableMessage(message);
 }
 
-/** The same test on a logged error message (log entries carry `err` as a string). */
+/** The same test on a logged error message (log entries carry `err` as a string, some as `String(error)`). */
 export function isRedisUnavailableMessage(message: string): boolean {
-  return (
-    CONNECTION_MESSAGES.some((prefix) => message.startsWith(prefix)) || CONNECTION_MESSAGE_CODES.test(message)
-  );
+  return CONNECTION_MESSAGES.some((text) => message.includes(text)) || CONNECTION_MESSAGE_CODES.test(message);
 }
