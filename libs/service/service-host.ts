@@ -109,9 +109,7 @@ export async function hostServices(
   const address = await http.listen({ host: base.HOST, port: base.PORT }).catch(async (error: unknown) => {
     if (!addressInUse.safeParse(error).success) throw error;
     await stop();
-    throw new PortInUseError(
-      `${processName}: port ${base.PORT} on ${base.HOST} is already in use (set PORT)`,
-    );
+    throw portInUse(processName, base.HOST, base.PORT);
   });
   log.info({ address, services: definitions.map((definition) => definition.name) }, "services started");
   return { url: address, stop };
