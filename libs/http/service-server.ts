@@ -11,6 +11,7 @@ import Fastify, {
 import type { Registry } from "prom-client";
 import type { Logger } from "../logging/logger.js";
 import type { HealthRegistry } from "./health.js";
+import { redisUnavailableAnswer } from "./redis-unavailable.js";
 
 /** The HTTP face every service has: /healthz, /readyz and /metrics, plus WebSocket support for the gateways. */
 export async function createServiceServer(options: {
@@ -32,6 +33,8 @@ export async function createServiceServer(options: {
     reply.code(404).send(errorBody(404, `no route ${request.method} ${request.url}`)),
   );
   server.setErrorHandler((error: { statusCode?: number; message?: string }, _request, reply) => {
+    const unavailable = redisUnavailableAnswer(error);
+    if (unavailable) return reply.code(503).header("retry-after", "1").send(unavailable);
     const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
     if (status >= 500) options.log.error({ err: error.message }, "request failed");
     return reply
