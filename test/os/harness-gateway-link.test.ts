@@ -15,7 +15,15 @@ import { harnessGatewayService } from "../../services/harness-gateway/definition
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
-import { AGENT, HARNESS_SECRET, JWT_SECRET, MACHINE, osToken, runOf } from "./os-fixture.js";
+import {
+  AGENT,
+  HARNESS_SECRET,
+  JWT_SECRET,
+  MACHINE,
+  osToken,
+  runOf,
+  voiceRequestFrame,
+} from "./os-fixture.js";
 
 const DEVICE = "lamp-real-harness";
 const BYSTANDER = "lamp-bystander";
@@ -77,17 +85,7 @@ async function openLamp(port: number, token: string): Promise<OpenLamp> {
 /** Sends a voice.request and returns its `_result` frame (run.update frames name the requestId too). */
 async function askLamp(lamp: OpenLamp, text: string): Promise<{ runId: string; idempotencyKey: string }> {
   const requestId = randomUUID();
-  lamp.socket.send(
-    JSON.stringify({
-      type: "voice.request",
-      requestId,
-      agentId: AGENT,
-      machineId: MACHINE,
-      text,
-      voiceTarget: { id: "kitchen" },
-      replyRoute: "voice",
-    }),
-  );
+  lamp.socket.send(JSON.stringify(voiceRequestFrame(requestId, text)));
   const answer = await waitFor(
     () => lamp.frames.find((frame) => frame.requestId === requestId && frame.type === "voice.request_result"),
     (frame) => frame !== undefined,

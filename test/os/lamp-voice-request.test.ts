@@ -20,6 +20,7 @@ import {
   pushAndSettle,
   resultEvent,
   runOf,
+  voiceRequestFrame,
 } from "./os-fixture.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
@@ -62,16 +63,6 @@ async function connectLamp(token: string) {
   };
 }
 
-const voiceRequest = (requestId: string, text = "build a house") => ({
-  type: "voice.request",
-  requestId,
-  agentId: AGENT,
-  machineId: MACHINE,
-  text,
-  voiceTarget: { id: "kitchen" },
-  replyRoute: "voice",
-});
-
 beforeEach(async () => {
   t = createTestRedis("lamp");
   peer = await ScriptedHarnessPeer.start(HARNESS_SECRET);
@@ -94,7 +85,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   it("registers the run, sends exactly one turn.send with its key, and answers with the Harness receipt", async () => {
     const lamp = await connectLamp(await osToken(DEVICE));
     const requestId = randomUUID();
-    lamp.send(voiceRequest(requestId));
+    lamp.send(voiceRequestFrame(requestId));
     const answer = await lamp.answerTo(requestId);
     expect(answer).toMatchObject({ type: "voice.request_result", requestId });
     const runId = String(answer.runId);
@@ -122,8 +113,8 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     });
 
     const repeatId = randomUUID();
-    lamp.send({ ...voiceRequest(requestId), requestId });
-    lamp.send(voiceRequest(repeatId, "   "));
+    lamp.send({ ...voiceRequestFrame(requestId), requestId });
+    lamp.send(voiceRequestFrame(repeatId, "   "));
     const repeated = await waitFor(
       () => lamp.answersTo(requestId),
       (frames) => frames.length === 2,
@@ -142,7 +133,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     const device = new OsDeviceKeys(t.keys, DEVICE);
     await t.redis.set(device.commands, "damaged");
     const requestId = randomUUID();
-    lamp.send(voiceRequest(requestId));
+    lamp.send(voiceRequestFrame(requestId));
     expect(await lamp.answerTo(requestId)).toMatchObject({
       type: "voice.request_result",
       requestId,
@@ -151,7 +142,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     expect(await t.redis.exists(device.request(requestId), device.runs, device.pendingRuns)).toBe(0);
 
     await t.redis.del(device.commands);
-    lamp.send(voiceRequest(requestId));
+    lamp.send(voiceRequestFrame(requestId));
     await waitFor(
       () => lamp.answersTo(requestId).length,
       (n) => n === 2,
@@ -166,12 +157,12 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   it("a minted idempotency key that is already taken answers IDEMPOTENCY_KEY_IN_USE, registers nothing; the retry succeeds", async () => {
     const lamp = await connectLamp(await osToken(DEVICE));
     const firstId = randomUUID();
-    lamp.send(voiceRequest(firstId));
+    lamp.send(voiceRequestFrame(firstId));
     const takenKey = String((await lamp.answerTo(firstId)).idempotencyKey);
     vi.spyOn(RunRegistration.prototype, "newIdempotencyKey").mockReturnValueOnce(takenKey);
 
     const requestId = randomUUID();
-    lamp.send(voiceRequest(requestId, "another question"));
+    lamp.send(voiceRequestFrame(requestId, "another question"));
     const answer = await lamp.answerTo(requestId);
     expect(answer).toMatchObject({ type: "voice.request_result", error: { code: "IDEMPOTENCY_KEY_IN_USE" } });
     expect(JSON.stringify(answer)).not.toContain("requestId was already used");
@@ -179,7 +170,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     expect(await t.redis.exists(device.request(requestId))).toBe(0);
     expect(await t.redis.zcard(device.runs)).toBe(1);
 
-    lamp.send(voiceRequest(requestId, "another question"));
+    lamp.send(voiceRequestFrame(requestId, "another question"));
     await waitFor(
       () => lamp.answersTo(requestId).length,
       (n) => n === 2,
@@ -245,7 +236,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   it("voice.cancel marks the run and sends one turn.stop; the later result still resolves it, cancellation kept", async () => {
     const lamp = await connectLamp(await osToken(DEVICE));
     const requestId = randomUUID();
-    lamp.send(voiceRequest(requestId));
+    lamp.send(voiceRequestFrame(requestId));
     const { runId, idempotencyKey } = (await lamp.answerTo(requestId)) as {
       runId: string;
       idempotencyKey: string;
@@ -363,7 +354,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     const token = await osToken(DEVICE);
     const lamp = await connectLamp(token);
     const requestId = randomUUID();
-    lamp.send(voiceRequest(requestId));
+    lamp.send(voiceRequestFrame(requestId));
     const { runId, idempotencyKey } = (await lamp.answerTo(requestId)) as {
       runId: string;
       idempotencyKey: string;

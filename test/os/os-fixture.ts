@@ -21,6 +21,17 @@ export const JWT_SECRET = "os-test-secret-0123456789abcdef-0123";
 export const HARNESS_SECRET = "os-test-harness-secret-0123456789abcdef";
 export const AGENT = "agent-fixture";
 export const MACHINE = "machine-fixture";
+
+/** A `voice.request` frame from a Lamp to the fixture's agent, spoken in the kitchen. */
+export const voiceRequestFrame = (requestId: string, text = "build a house") => ({
+  type: "voice.request",
+  requestId,
+  agentId: AGENT,
+  machineId: MACHINE,
+  text,
+  voiceTarget: { id: "kitchen" },
+  replyRoute: "voice",
+});
 export const ORIGIN = "originating-instance";
 /** Limits no fixture reaches: tests that seed runs are about something else than the device limits. */
 export const UNLIMITED_RUNS: RunLimits = {
