@@ -20,7 +20,10 @@ export class HarnessDeviceKeys {
     return `${this.base}:res-order`;
   }
 
-  /** zset idempotencyKey -> terminalAt: the only reservations that may be evicted. */
+  /**
+   * zset idempotencyKey -> terminalAt: the only reservations that may be evicted. Terminal receipts, and members of
+   * a failed or cancelled result (their receipts stay `started` on the wire, but the input is over).
+   */
   get terminalReservations(): string {
     return `${this.base}:res-terminal`;
   }

@@ -124,6 +124,10 @@ local function store_result()
     if args.outcome == 'completed' then
       receipt.state = 'completed'
       save_receipt(member.key, receipt)
+    else
+      -- A failed or cancelled result leaves the receipt `started` on the wire (no receipt-outcome extension yet),
+      -- but the input is over: it is evictable like a terminal receipt, so it stops holding receipt capacity.
+      redis.call('ZADD', base .. ':res-terminal', now, member.key)
     end
   end
   local single_key = ''
