@@ -39,6 +39,8 @@ export const OS_END_REASONS = {
   resultNotReceived: "RESULT_NOT_RECEIVED",
   /** The send was first tried on a Harness instance that is gone, and the new one has no receipt for it. */
   instanceChanged: "INSTANCE_CHANGED",
+  /** A whole further grace after the deadline passed without a live Harness link to ask: the OS cannot learn more. */
+  harnessUnreachable: "HARNESS_UNREACHABLE",
 } as const;
 
 const reasonSchema = z.string().min(1).max(64);

@@ -20,8 +20,8 @@ interface HeldWait extends HeldEntry {
 
 /**
  * No run of one device stays `pending` for ever: every `everyMs` the runs whose voice target expired more than
- * `graceMs` ago are asked for once (`receipt.get`, when the Harness link is live) and then ended `unknown` with the
- * OS's reason; a held result whose runs have all ended is given up (rejected, its frame kept). Store changes run
+ * `graceMs` ago are asked for once (`receipt.get`) and then ended `unknown` with the OS's reason; without a live
+ * Harness link they wait for one, and end unasked a further `graceMs` later (`HARNESS_UNREACHABLE`); a held result whose runs have all ended is given up (rejected, its frame kept). Store changes run
  * between frames (`exclusive`), never during one.
  */
 export class RunDeadlines {
@@ -65,38 +65,46 @@ export class RunDeadlines {
   async sweep(now = Date.now()): Promise<void> {
     const due = await this.options.store.dueRuns(now - this.options.graceMs, DUE_PER_SWEEP);
     this.asked = new Set([...this.asked].filter((runId) => due.includes(runId)));
-    const ending: string[] = [];
-    for (const runId of due) if (await this.askedOnce(runId)) ending.push(runId);
+    const ending: { runId: string; harnessAsked: boolean }[] = [];
+    for (const runId of due) {
+      const verdict = await this.verdict(runId, now);
+      if (verdict !== "later") ending.push({ runId, harnessAsked: verdict === "end" });
+    }
     await this.options.exclusive(async () => {
       const held = await this.heldWaits();
       const heldRuns = new Set(held.flatMap((wait) => wait.runIds));
-      for (const runId of ending) await this.end(runId, heldRuns.has(runId));
+      for (const { runId, harnessAsked } of ending) await this.end(runId, heldRuns.has(runId), harnessAsked);
       for (const wait of held) await this.giveUpIfOrphaned(wait);
     });
   }
 
   /**
    * Asks the Harness once for a due run's receipt and binds the answer (which may end the run with the Harness's
-   * reason). False when a receipt newly bound: a held result may apply now, so the run is judged at the next sweep.
+   * reason). `later` when a receipt newly bound (a held result may apply now, so the run is judged at the next
+   * sweep) or when there is no live link to ask yet; only after a whole further grace without one does the run end
+   * unasked (`unasked`, reason HARNESS_UNREACHABLE).
    */
-  private async askedOnce(runId: string): Promise<boolean> {
-    if (this.asked.has(runId)) return true;
-    this.asked.add(runId);
+  private async verdict(runId: string, now: number): Promise<"end" | "unasked" | "later"> {
+    if (this.asked.has(runId)) return "end";
     const run = await this.options.store.run(runId);
+    if (!run || !receiptMayStillMove(run)) return "end";
     const live = this.options.live();
-    if (!run || !live || !receiptMayStillMove(run)) return true;
+    if (!live) return run.voiceTargetExpiresAt + 2 * this.options.graceMs <= now ? "unasked" : "later";
+    this.asked.add(runId);
     const answer = await live.link.request(
       { type: "receipt.get", idempotencyKey: run.idempotencyKey },
       receiptGetResultSchema,
     );
-    if (!answer.ok || !answer.value.receipt) return true;
-    return (await this.options.bindReceipt(answer.value.receipt, "receipt.get")) !== "bound";
+    if (!answer.ok || !answer.value.receipt) return "end";
+    return (await this.options.bindReceipt(answer.value.receipt, "receipt.get")) === "bound"
+      ? "later"
+      : "end";
   }
 
-  private async end(runId: string, heldResultNamesRun: boolean): Promise<void> {
+  private async end(runId: string, heldResultNamesRun: boolean, harnessAsked: boolean): Promise<void> {
     const run = await this.options.store.run(runId);
     if (run?.state !== "pending") return;
-    const reason = deadlineEndReason(run, heldResultNamesRun);
+    const reason = deadlineEndReason(run, heldResultNamesRun, harnessAsked);
     if (!(await this.options.store.endRun(runId, reason, Date.now()))) return;
     this.options.metrics.runDeadlines.inc({ reason });
     this.options.log.info({ runId, reason }, "run ended unknown at its deadline");

@@ -4,17 +4,50 @@ import { deadlineEndReason, receiptMayStillMove } from "./run-end-reason.js";
 
 describe("why a run still pending at its deadline ends", () => {
   it.each([
-    { case: "a held result names it", deliveryId: undefined, held: true, reason: OS_END_REASONS.resultHeld },
-    { case: "held, receipt bound", deliveryId: "d-1", held: true, reason: OS_END_REASONS.resultHeld },
-    { case: "no receipt bound", deliveryId: undefined, held: false, reason: OS_END_REASONS.receiptNotFound },
+    {
+      case: "a held result names it",
+      deliveryId: undefined,
+      held: true,
+      asked: true,
+      reason: OS_END_REASONS.resultHeld,
+    },
+    {
+      case: "held, receipt bound",
+      deliveryId: "d-1",
+      held: true,
+      asked: true,
+      reason: OS_END_REASONS.resultHeld,
+    },
+    {
+      case: "held, Harness not asked",
+      deliveryId: "d-1",
+      held: true,
+      asked: false,
+      reason: OS_END_REASONS.resultHeld,
+    },
+    {
+      case: "no receipt bound",
+      deliveryId: undefined,
+      held: false,
+      asked: true,
+      reason: OS_END_REASONS.receiptNotFound,
+    },
     {
       case: "receipt bound, no result",
       deliveryId: "d-1",
       held: false,
+      asked: true,
       reason: OS_END_REASONS.resultNotReceived,
     },
-  ])("$case: $reason", ({ deliveryId, held, reason }) => {
-    expect(deadlineEndReason({ deliveryId }, held)).toBe(reason);
+    {
+      case: "no live Harness link to ask",
+      deliveryId: undefined,
+      held: false,
+      asked: false,
+      reason: OS_END_REASONS.harnessUnreachable,
+    },
+  ])("$case: $reason", ({ deliveryId, held, asked, reason }) => {
+    expect(deadlineEndReason({ deliveryId }, held, asked)).toBe(reason);
   });
 });
 

@@ -14,17 +14,20 @@ export function receiptMayStillMove(run: Pick<RunRecord, "receiptState">): boole
 }
 
 export type DeadlineEndReason = (typeof OS_END_REASONS)[
-  "receiptNotFound" | "resultHeld" | "resultNotReceived"];
+  "receiptNotFound" | "resultHeld" | "resultNotReceived" | "harnessUnreachable"];
 
 /**
  * Why a run still pending at its deadline ends: a result naming it was held for receipts that never bound; or the
- * Harness never gave a receipt for its key; or the receipt is known and no result came.
+ * Harness could not be asked (no live link for a whole further grace); or the Harness never gave a receipt for its
+ * key; or the receipt is known and no result came.
  */
 export function deadlineEndReason(
   run: Pick<RunRecord, "deliveryId">,
   heldResultNamesRun: boolean,
+  harnessAsked: boolean,
 ): DeadlineEndReason {
   if (heldResultNamesRun) return OS_END_REASONS.resultHeld;
+  if (!harnessAsked) return OS_END_REASONS.harnessUnreachable;
   if (run.deliveryId === undefined) return OS_END_REASONS.receiptNotFound;
   return OS_END_REASONS.resultNotReceived;
 }
