@@ -142,18 +142,21 @@ describe("playback over the real Lamp WebSocket (lamp-sim → device-gateway →
     }
 
     const resultKey = `originating-instance|r-sim-1`;
+    // `finished` follows the speech synthesis (espeak-ng when installed), which is slow on a loaded machine.
     const entry = await waitFor(
       () => os.outbox(deviceId, resultKey),
       (value) => value?.lastAck === "finished",
+      { timeoutMs: 30_000 },
     );
     expect(entry).toMatchObject({ state: "played", lastAck: "finished", playbackId: starts[0]?.playbackId });
     const repeat = await waitFor(
       () => os.playback(deviceId, String(starts[1]?.playbackId)),
       (value) => value?.lastAck === "finished",
+      { timeoutMs: 30_000 },
     );
     expect(repeat).toMatchObject({ kind: "repeat", state: "played" });
     expect(await t.redis.hget(os.device(deviceId).run(runId), "state")).toBe("resolved");
-  });
+  }, 90_000);
 
   it("a lost ack leaves the entry uncertain and nothing is spoken again after tts-dispatcher restarts", async () => {
     const { deviceId, sim } = await lampSays(["--drop-acks"], sayArgs("are you there?"));
