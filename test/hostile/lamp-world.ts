@@ -6,21 +6,12 @@ import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.j
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { GATEWAY_ID, OsStoreFixture } from "../tts/os-store-fixture.js";
 import { ttsTestEnv } from "../tts/tts-service.js";
+import { voiceRequestFrame } from "../os/os-fixture.js";
 import { ProbedSocket } from "./probed-socket.js";
 
 export const LAMP_SECRET = "hostile-lamp-secret-0123456789abcdef";
-export const AGENT = "agent-fixture";
-export const MACHINE = "machine-fixture";
-
-export const voiceRequest = (requestId = randomUUID(), text = "turn on the lights") => ({
-  type: "voice.request",
-  requestId,
-  agentId: AGENT,
-  machineId: MACHINE,
-  text,
-  voiceTarget: { id: "kitchen" },
-  replyRoute: "voice",
-});
+export const voiceRequest = (requestId = randomUUID(), text = "turn on the lights") =>
+  voiceRequestFrame(requestId, text);
 
 /** What the other device owns: ids a hostile device may try to use, and text it must never see. */
 export interface OtherDevice {
