@@ -240,13 +240,10 @@ export class LampFrames {
 
   private async repeat(deviceId: string, request: PlaybackRepeat): Promise<Answer> {
     const { requestId, resultId } = request;
-    const refusal = await repeatRefusal(
-      this.deps.redis,
-      new OsDeviceKeys(this.deps.keys, deviceId),
-      resultId,
-    );
+    const device = new OsDeviceKeys(this.deps.keys, deviceId);
+    const refusal = await repeatRefusal(this.deps.redis, device, resultId);
     if (refusal) return errorAnswer(request.type, requestId, refusal.code, refusal.message);
-    const repeatKey = new OsDeviceKeys(this.deps.keys, deviceId).repeatRequest(requestId);
+    const repeatKey = device.repeatRequest(requestId);
     const minted = randomUUID();
     const earlier = await this.deps.redis.call(
       "SET",
