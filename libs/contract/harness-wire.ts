@@ -42,6 +42,8 @@ export const turnStopSchema = z.strictObject({
   machineId: opaqueIdSchema,
   agentId: opaqueIdSchema,
   idempotencyKey: idempotencyKeySchema,
+  /** The device's own `turn.send` this stop is for (extension; absent: whatever the device owns). */
+  targetIdempotencyKey: idempotencyKeySchema.optional(),
 });
 
 export const receiptGetSchema = z.strictObject({

@@ -26,13 +26,17 @@ export const dispatchInputSchema = z.strictObject({
   reservedAt: epochMsSchema,
 });
 
-/** turn.stop: interrupt the agent's running turn; its own receipt completes when the engine confirms. */
+/**
+ * turn.stop: stop what the device owns of the agent's work (docs/evidence.md "Stops"). `targetIdempotencyKey` names
+ * the device's input the stop is for; its own receipt completes when the engine confirms or the input is withdrawn.
+ */
 export const dispatchStopSchema = z.strictObject({
   kind: z.literal("stop"),
   ...deviceInputRef,
   agentId: opaqueIdSchema,
   machineId: opaqueIdSchema,
   reservedAt: epochMsSchema,
+  targetIdempotencyKey: idempotencyKeySchema.optional(),
 });
 
 export const harnessDispatchSchema = z.discriminatedUnion("kind", [dispatchInputSchema, dispatchStopSchema]);
@@ -63,8 +67,19 @@ const engineRecordBody = z.discriminatedUnion("type", [
     text: z.string().min(1),
     mode: receiptInputSchema.shape.mode,
   }),
-  /** The runner could not hand the input to the engine at all (proven not delivered). */
-  z.strictObject({ type: z.literal("undeliverable"), ...deviceInputRef, reason: nonEmpty }),
+  /** The runner could not hand the input to the engine at all (proven not delivered); `code` is the receipt's. */
+  z.strictObject({
+    type: z.literal("undeliverable"),
+    ...deviceInputRef,
+    reason: nonEmpty,
+    code: nonEmpty.optional(),
+  }),
+  /** A stop withdrew its device's inputs that were waiting in the runner, never written to the engine. */
+  z.strictObject({
+    type: z.literal("withdrawn"),
+    stop: z.strictObject(deviceInputRef),
+    inputs: z.array(z.strictObject(deviceInputRef)).min(1),
+  }),
   z.strictObject({ type: z.literal("runtime_started"), pid: z.number().int().optional() }),
   z.strictObject({
     type: z.literal("runtime_exited"),
@@ -134,8 +149,14 @@ export const harnessEvidenceSchema = z.discriminatedUnion("kind", [
     members: z.array(evidenceMemberSchema.omit({ correlation: true })).min(1),
     reason: z.enum(["RESULT_EVIDENCE_MISSING", "ENGINE_EXITED", "EVIDENCE_EVICTED", "OVERLAPPING_INPUTS"]),
   }),
-  /** Proven not delivered: the receipt becomes rejected. */
-  z.strictObject({ kind: z.literal("input.rejected"), ...evidenceBase, ...deviceInputRef, reason: nonEmpty }),
+  /** Proven not delivered: the receipt becomes rejected with `code` (default INPUT_REJECTED). */
+  z.strictObject({
+    kind: z.literal("input.rejected"),
+    ...evidenceBase,
+    ...deviceInputRef,
+    reason: nonEmpty,
+    code: nonEmpty.optional(),
+  }),
   /** The engine confirmed an interrupt requested by turn.stop (its own receipt completes). */
   z.strictObject({ kind: z.literal("stop.confirmed"), ...evidenceBase, ...deviceInputRef }),
 ]);

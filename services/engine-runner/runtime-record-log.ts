@@ -30,6 +30,7 @@ const DIRECTION: Record<RecordBody["type"], string> = {
   outbound: "outbound",
   handed_over: "handed_over",
   undeliverable: "undeliverable",
+  withdrawn: "withdrawn",
   runtime_started: "lifecycle",
   runtime_exited: "lifecycle",
 };

@@ -61,6 +61,9 @@ export function applyRecord(
     case "undeliverable":
       undeliverable(state, body, step);
       break;
+    case "withdrawn":
+      withdrawn(state, body, step);
+      break;
     case "inbound":
       inbound(state, record, body.raw, limits, step);
       break;
@@ -135,7 +138,14 @@ function handedOver(
 
 function undeliverable(state: RuntimeState, body: Body<"undeliverable">, step: StepOutput): void {
   state.inputs = state.inputs.filter((input) => input.deliveryId !== body.deliveryId);
-  step.rejected(state, body, body.reason);
+  step.rejected(state, body, body.reason, body.code);
+}
+
+/** Inputs that waited in the runner were never written: each ends rejected, and the stop that withdrew them is done. */
+function withdrawn(state: RuntimeState, body: Body<"withdrawn">, step: StepOutput): void {
+  for (const input of body.inputs)
+    step.rejected(state, input, "stopped by its device before the engine took it", "INPUT_WITHDRAWN");
+  step.stopConfirmed(state, body.stop);
 }
 
 function inbound(

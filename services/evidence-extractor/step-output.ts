@@ -4,6 +4,8 @@ import type { Outcome } from "../../libs/contract/turn-result.js";
 import type { IdentityBinding } from "./identity-binding.js";
 import type { OpenInput, RuntimeState } from "./runtime-state.js";
 
+type InputRef = Pick<OpenInput, "deliveryId" | "deviceId" | "idempotencyKey">;
+
 export type MissingReason = Extract<HarnessEvidence, { kind: "evidence.missing" }>["reason"];
 
 export interface BindingDraft {
@@ -93,15 +95,17 @@ export class StepOutput {
     });
   }
 
-  rejected(
-    state: RuntimeState,
-    input: Pick<OpenInput, "deliveryId" | "deviceId" | "idempotencyKey">,
-    reason: string,
-  ): void {
-    this.push({ kind: "input.rejected", ...this.base(state, "input.rejected"), ...ref(input), reason });
+  rejected(state: RuntimeState, input: InputRef, reason: string, code?: string): void {
+    this.push({
+      kind: "input.rejected",
+      ...this.base(state, "input.rejected"),
+      ...ref(input),
+      reason,
+      ...(code === undefined ? {} : { code }),
+    });
   }
 
-  stopConfirmed(state: RuntimeState, stop: OpenInput): void {
+  stopConfirmed(state: RuntimeState, stop: InputRef): void {
     this.push({ kind: "stop.confirmed", ...this.base(state, "stop.confirmed"), ...ref(stop) });
   }
 
@@ -144,6 +148,6 @@ export class StepOutput {
   }
 }
 
-function ref(input: Pick<OpenInput, "deliveryId" | "deviceId" | "idempotencyKey">) {
+function ref(input: InputRef) {
   return { deliveryId: input.deliveryId, deviceId: input.deviceId, idempotencyKey: input.idempotencyKey };
 }

@@ -41,7 +41,10 @@ export class EvidenceHandler {
       case "input.consumed":
         return this.single(evidence, "consumed", { turnId: randomUUID() });
       case "input.rejected":
-        return this.single(evidence, "rejected", { reason: evidence.reason });
+        return this.single(evidence, "rejected", {
+          reason: evidence.reason,
+          ...(evidence.code === undefined ? {} : { code: evidence.code }),
+        });
       case "stop.confirmed":
         return this.single(evidence, "stop_confirmed", {});
       case "evidence.missing":

@@ -172,7 +172,13 @@ export class CommandProcessor {
     if (run.stopKey === undefined) return;
     const live = this.requireLive();
     const answer = await live.link.request(
-      { type: "turn.stop", machineId: run.machineId, agentId: run.agentId, idempotencyKey: run.stopKey },
+      {
+        type: "turn.stop",
+        machineId: run.machineId,
+        agentId: run.agentId,
+        idempotencyKey: run.stopKey,
+        targetIdempotencyKey: run.idempotencyKey,
+      },
       turnSendResultSchema,
     );
     const outcome = answer.ok ? answer.value.status : answer.error.code;

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { canonicalHash } from "../../../libs/contract/canonical-json.js";
 import type { TurnSendRequest, TurnStopRequest } from "../../../libs/contract/harness-wire.js";
 import { receiptSchema, type Receipt } from "../../../libs/contract/receipt.js";
-import { STREAMS, type HarnessDispatch } from "../../../libs/contract/streams.js";
+import { STREAMS, harnessDispatchSchema, type HarnessDispatch } from "../../../libs/contract/streams.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
@@ -96,7 +96,8 @@ export class ReservationStore {
       await this.redis.zrem(device.undispatched, idempotencyKey);
       return false;
     }
-    await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, JSON.parse(raw) as HarnessDispatch);
+    const dispatch = harnessDispatchSchema.parse(JSON.parse(raw));
+    await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, dispatch);
     await this.redis
       .multi()
       .zrem(device.undispatched, idempotencyKey)
@@ -128,5 +129,11 @@ function dispatchOf(
   };
   return request.type === "turn.send"
     ? { kind: "input", ...target, text: request.text }
-    : { kind: "stop", ...target };
+    : {
+        kind: "stop",
+        ...target,
+        ...(request.targetIdempotencyKey === undefined
+          ? {}
+          : { targetIdempotencyKey: request.targetIdempotencyKey }),
+      };
 }

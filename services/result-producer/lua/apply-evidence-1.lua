@@ -169,7 +169,7 @@ elseif op == 'rejected' then
   local receipt = advancing(args.key, args.deliveryId, 'rejected')
   if receipt then
     receipt.state = 'rejected'
-    receipt.error = {code = 'INPUT_REJECTED', message = args.reason}
+    receipt.error = {code = args.code or 'INPUT_REJECTED', message = args.reason}
     save_receipt(args.key, receipt)
   end
   outcome = {'applied', ''}
