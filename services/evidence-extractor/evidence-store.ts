@@ -4,7 +4,12 @@ import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
-import { bindingField, type IdentityBinding } from "./identity-binding.js";
+import {
+  bindingField,
+  bindingScopeKey,
+  identityBindingSchema,
+  type IdentityBinding,
+} from "./identity-binding.js";
 import type { RuntimeState } from "./runtime-state.js";
 import { parseStoredState } from "./stored-state.js";
 
@@ -27,7 +32,8 @@ export interface LoadedRuntime {
 
 /**
  * Where the extractor keeps its durable state, all under the agent's hash tag (`<p>:ev:{a:<agentId>}`):
- * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes), `:bindings:<runtimeId>` (hash).
+ * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes), `:bindings:<runtimeId>` (hash: what
+ * that runtime bound) and `:identity` (hash: the mapping store keyed by native scope, shared by every runtime).
  */
 export class EvidenceStore {
   constructor(
@@ -48,12 +54,23 @@ export class EvidenceStore {
   /** Returns how many bindings already existed with different content (should be 0: ids are deterministic). */
   async persistBindings(agentId: string, runtimeId: string, bindings: IdentityBinding[]): Promise<number> {
     if (bindings.length === 0) return 0;
-    const pairs = bindings.flatMap((binding) => [bindingField(binding), JSON.stringify(binding)]);
+    const rows = bindings.flatMap((binding) => [
+      bindingField(binding),
+      JSON.stringify(binding),
+      bindingScopeKey(binding),
+      binding.appEntityId,
+    ]);
     return bindIdentities.run(
       this.redis,
       [this.keys.agent(agentId)],
-      [runtimeId, this.bindingRetentionMs, ...pairs],
+      [runtimeId, this.bindingRetentionMs, ...rows],
     );
+  }
+
+  /** The binding of a native entity (key from `nativeScopeKey`), whichever runtime of the agent wrote it first. */
+  async findBinding(agentId: string, scopeKey: string): Promise<IdentityBinding | undefined> {
+    const json = await this.redis.hget(`${this.keys.agent(agentId)}:identity`, scopeKey);
+    return json === null ? undefined : identityBindingSchema.parse(JSON.parse(json));
   }
 
   async bindings(agentId: string, runtimeId: string): Promise<Record<string, string>> {

@@ -48,6 +48,8 @@ const codexAppServerSchema = z.object({
   ),
   rootThreads: z.record(z.string(), z.string()),
   childThreads: z.record(z.string(), z.string()),
+  // State written before sub-agent links were kept has none: those children fall back to the active root turn.
+  parents: z.record(z.string(), z.string()).default({}),
   turns: z.record(z.string(), codexTurnSchema),
   activeRootTurn: z.string().nullable(),
 });
@@ -67,6 +69,8 @@ const claudeTranscriptSchema = z.object({
   evicted: z.boolean(),
   highWaterMs: z.number(),
   message: z.object({ id: z.string(), texts: z.array(z.string()) }).nullable(),
+  // State written before sessions were bound has none; the next row naming one binds it.
+  sessionRef: z.string().nullable().default(null),
 });
 
 const codexRolloutSchema = z.object({

@@ -1,5 +1,6 @@
 import { asFrame, parseFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
+import { threadAppId } from "../identity-binding.js";
 import { completeTurn } from "../membership.js";
 import {
   isMainInput,
@@ -97,7 +98,7 @@ function bindSession(state: RuntimeState, format: ClaudeStreamState, frame: Fram
   format.sessionRef = sessionId;
   step.bind(state, {
     appEntityKind: "provider_thread",
-    appEntityId: nextOrdinal(state, "thread"),
+    appEntityId: threadAppId(state.agentId, state.engine, sessionId),
     nativeKind: "session",
     nativeRef: sessionId,
     correlation: "native_scoped",

@@ -1,4 +1,5 @@
 import { asFrame, list, text, type Frame } from "../../../libs/contract/engine-frame.js";
+import { threadAppId, turnAppId } from "../identity-binding.js";
 import { completeTurn, type ProvenMember } from "../membership.js";
 import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
@@ -8,7 +9,8 @@ import { contentText } from "./frame-fields.js";
 /**
  * Claude Code interactive transcript JSONL (tail mode). The boundary is a main-chain assistant row with
  * `stop_reason: end_turn`; its members are the human root prompt and the human `queued_command` attachments on
- * its parentUuid chain. Rows of a closed turn are dropped, so state does not grow with the transcript.
+ * its parentUuid chain. Rows of a closed turn are dropped, so state does not grow with the transcript. The row's
+ * `sessionId` is the provider thread; a turn's app id derives from it and the final message id.
  */
 export interface ClaudeTranscriptState {
   kind: "claude-transcript";
@@ -20,6 +22,8 @@ export interface ClaudeTranscriptState {
   highWaterMs: number;
   /** Text blocks of the latest assistant message (multi-row messages share message.id). */
   message: { id: string; texts: string[] } | null;
+  /** Session id of the last row that named one (bound once per runtime as the provider thread). */
+  sessionRef: string | null;
 }
 
 /** h = human root prompt, q = human queued_command attachment, o = any other link of the chain. */
@@ -32,7 +36,15 @@ interface ChainRow {
 }
 
 export function newClaudeTranscriptState(): ClaudeTranscriptState {
-  return { kind: "claude-transcript", rows: {}, rowCount: 0, evicted: false, highWaterMs: 0, message: null };
+  return {
+    kind: "claude-transcript",
+    rows: {},
+    rowCount: 0,
+    evicted: false,
+    highWaterMs: 0,
+    message: null,
+    sessionRef: null,
+  };
 }
 
 export const claudeTranscriptRow: RowAdapter<ClaudeTranscriptState> = (state, format, raw, context) => {
@@ -40,6 +52,7 @@ export const claudeTranscriptRow: RowAdapter<ClaudeTranscriptState> = (state, fo
   const row = readTranscriptRow(format, raw, step);
   if (!row) return;
   if (row.isSidechain === true) return;
+  const providerThreadId = bindSession(state, format, text(row.sessionId), step);
   const kind = rowKind(row);
   if (!kind) return;
   const message = asFrame(row.message);
@@ -49,8 +62,29 @@ export const claudeTranscriptRow: RowAdapter<ClaudeTranscriptState> = (state, fo
   if (uuid)
     remember(format, uuid, { p: parent, k: kind.k, ...promptOf(kind), seq, at: format.highWaterMs }, limits);
   if (row.type === "assistant" && message?.stop_reason === "end_turn" && row.isApiErrorMessage !== true)
-    endTurn(state, format, parent, text(message.id), limits, step);
+    endTurn(state, format, { parent, messageId: text(message.id), providerThreadId }, limits, step);
 };
+
+/** The session the row belongs to as a provider thread (bound on the runtime's first row naming it). */
+function bindSession(
+  state: RuntimeState,
+  format: ClaudeTranscriptState,
+  sessionId: string | undefined,
+  step: StepOutput,
+): string | null {
+  if (!sessionId) return null;
+  const appId = threadAppId(state.agentId, state.engine, sessionId);
+  if (sessionId === format.sessionRef) return appId;
+  format.sessionRef = sessionId;
+  step.bind(state, {
+    appEntityKind: "provider_thread",
+    appEntityId: appId,
+    nativeKind: "session",
+    nativeRef: sessionId,
+    correlation: "native_scoped",
+  });
+  return appId;
+}
 
 function promptOf(kind: { prompt?: string }): { prompt?: string } {
   return kind.prompt === undefined ? {} : { prompt: kind.prompt };
@@ -113,11 +147,17 @@ function chainToRoot(
   return { prompts: prompts.reverse(), broken: true };
 }
 
+/** The `end_turn` row: its parent, its message id and the provider thread it is in. */
+interface FinalRow {
+  parent: string | null;
+  messageId: string | undefined;
+  providerThreadId: string | null;
+}
+
 function endTurn(
   state: RuntimeState,
   format: ClaudeTranscriptState,
-  parent: string | null,
-  messageId: string | undefined,
+  { parent, messageId, providerThreadId }: FinalRow,
   limits: EvidenceLimits,
   step: StepOutput,
 ): void {
@@ -128,12 +168,15 @@ function endTurn(
   format.rowCount = 0;
   format.evicted = false;
   format.message = null;
-  const appTurnId = nextOrdinal(state, "turn");
+  const appTurnId = messageId
+    ? turnAppId(state.agentId, state.engine, providerThreadId, messageId)
+    : nextOrdinal(state, "turn");
   step.bind(state, {
     appEntityKind: "provider_turn",
     appEntityId: appTurnId,
     nativeKind: messageId ? "message" : null,
     nativeRef: messageId ?? null,
+    providerThreadId,
     correlation: messageId ? "native_scoped" : "ordinal",
   });
   // Missing or evicted ancestry: no result; the prompts we did see on the chain become unknown, never guessed.
@@ -154,6 +197,7 @@ function endTurn(
   if (members.length === 0) return;
   completeTurn(state, step, {
     appTurnId,
+    providerThreadId,
     ...(messageId ? { engineTurnId: messageId } : {}),
     outcome: "completed",
     fullText,

@@ -1,7 +1,8 @@
-import { asFrame, list, parseFrame, text, type Frame } from "../../../libs/contract/engine-frame.js";
+import { asFrame, list, parseFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
+import { derivedAppId, threadAppId, turnAppId } from "../identity-binding.js";
 import { completeTurn } from "../membership.js";
-import { nextOrdinal, type EvidenceLimits, type OpenInput, type RuntimeState } from "../runtime-state.js";
+import type { EvidenceLimits, OpenInput, RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
 import { contentText } from "./frame-fields.js";
 
@@ -10,6 +11,7 @@ import { contentText } from "./frame-fields.js";
  * input to the turn it created (consumed, native_scoped); a turn/steer response only binds it, and consumption
  * needs the userMessage item in that turn (clientId = our deliveryId => native_exact; no clientId => same text
  * among the inputs bound to that turn => native_scoped). Only turn/completed of a thread we opened is a boundary.
+ * App ids derive from native ids (thread id; thread + turn id; turn + item id), so a resumed thread keeps them.
  */
 export interface CodexAppServerState {
   kind: "codex-app-server";
@@ -18,6 +20,11 @@ export interface CodexAppServerState {
   /** Threads opened by our thread/start|resume|fork: native id -> app id. Other threads are sub-agents. */
   rootThreads: Record<string, string>;
   childThreads: Record<string, string>;
+  /**
+   * Sub-agent thread (native id) -> app id of the turn node whose spawnAgent / resumeAgent / sendInput (or v2
+   * subAgentActivity) started it: the parentNodeId of that thread's next turns. Oldest dropped past the cap.
+   */
+  parents: Record<string, string>;
   /** Open turns by native turn id. */
   turns: Record<string, CodexTurn>;
   activeRootTurn: string | null;
@@ -52,6 +59,7 @@ export function newCodexAppServerState(): CodexAppServerState {
     requests: {},
     rootThreads: {},
     childThreads: {},
+    parents: {},
     turns: {},
     activeRootTurn: null,
   };
@@ -98,6 +106,8 @@ export function codexInbound(
   switch (method) {
     case "turn/started":
       return turnStarted(state, format, params, limits, step);
+    case "item/started":
+      return itemStarted(state, format, params, limits, step);
     case "item/completed":
       return itemCompleted(state, format, params, limits, step);
     case "turn/completed":
@@ -164,14 +174,14 @@ function rootThreadOpened(
   format.rootThreads[threadId] = bindThread(state, threadId, null, step);
 }
 
-/** Binds a native thread to a new app thread id (under its parent node for a sub-agent's) and returns that id. */
+/** Binds a native thread to its app thread id (under its parent node for a sub-agent's) and returns that id. */
 function bindThread(
   state: RuntimeState,
   threadId: string,
   parentNodeId: string | null,
   step: StepOutput,
 ): string {
-  const appId = nextOrdinal(state, "thread");
+  const appId = threadAppId(state.agentId, state.engine, threadId);
   step.bind(state, {
     appEntityKind: "provider_thread",
     appEntityId: appId,
@@ -201,7 +211,10 @@ function turnBound(
   if (created) step.consumed(state, input, "native_scoped", turnId);
 }
 
-/** First sight of a turn binds it: under our thread it is a provider turn, elsewhere a sub-agent node. */
+/**
+ * First sight of a turn binds it: under our thread it is a provider turn, elsewhere a sub-agent node under the node
+ * that started its thread (the active root turn when the engine named none).
+ */
 function ensureTurn(
   state: RuntimeState,
   format: CodexAppServerState,
@@ -213,17 +226,26 @@ function ensureTurn(
   const known = format.turns[turnId];
   if (known) return known;
   const rootThread = format.rootThreads[threadId];
-  const turn: CodexTurn = rootThread
-    ? { appId: nextOrdinal(state, "turn"), threadId, root: true, finalText: null, lastText: null }
-    : { appId: nextOrdinal(state, "node"), threadId, root: false, finalText: null, lastText: null };
-  const parentNodeId = rootThread ? null : (format.turns[format.activeRootTurn ?? ""]?.appId ?? null);
+  const parentNodeId = rootThread
+    ? null
+    : (format.parents[threadId] ?? format.turns[format.activeRootTurn ?? ""]?.appId ?? null);
+  const providerThreadId = rootThread ?? childThread(state, format, threadId, parentNodeId, step);
+  const turn: CodexTurn = {
+    appId: rootThread
+      ? turnAppId(state.agentId, state.engine, rootThread, turnId)
+      : derivedAppId("node", [providerThreadId, turnId]),
+    threadId,
+    root: rootThread !== undefined,
+    finalText: null,
+    lastText: null,
+  };
   step.bind(state, {
     appEntityKind: rootThread ? "provider_turn" : "node",
     appEntityId: turn.appId,
     nativeKind: "turn",
     nativeRef: turnId,
     parentNodeId,
-    providerThreadId: rootThread ?? childThread(state, format, threadId, parentNodeId, step),
+    providerThreadId,
     correlation: "native_scoped",
   });
   format.turns[turnId] = turn;
@@ -279,12 +301,33 @@ const turnStarted: TurnNotification = (state, format, params, limits, step) => {
   if (turn.root) format.activeRootTurn = turnId;
 };
 
+/** An item's first sight binds it under its turn; a sub-agent spawn or hand-off also links the child thread. */
+const itemStarted: TurnNotification = (state, format, params, limits, step) => {
+  const item = asFrame(params.item);
+  const threadId = text(params.threadId);
+  const turnId = text(params.turnId);
+  const itemId = text(item?.id);
+  if (!item || !threadId || !turnId || !itemId) return;
+  const turn = ensureTurn(state, format, threadId, turnId, limits, step);
+  step.bind(state, {
+    appEntityKind: "item",
+    appEntityId: derivedAppId("item", [turn.appId, itemId]),
+    nativeKind: text(item.type) ?? null,
+    nativeRef: itemId,
+    providerThreadId: threadAppIdOf(format, threadId),
+    providerTurnId: turn.appId,
+    correlation: "native_scoped",
+  });
+  linkSubAgents(format, item, turn, limits, step);
+};
+
 const itemCompleted: TurnNotification = (state, format, params, limits, step) => {
   const item = asFrame(params.item);
   const threadId = text(params.threadId);
   const turnId = text(params.turnId);
   if (!item || !threadId || !turnId) return;
   const turn = ensureTurn(state, format, threadId, turnId, limits, step);
+  linkSubAgents(format, item, turn, limits, step);
   if (item.type === "agentMessage") {
     const said = text(item.text) ?? "";
     turn.lastText = said;
@@ -293,6 +336,40 @@ const itemCompleted: TurnNotification = (state, format, params, limits, step) =>
   }
   if (item.type === "userMessage" && turn.root) userMessageShown(state, item, turnId, step);
 };
+
+function threadAppIdOf(format: CodexAppServerState, threadId: string): string | null {
+  return format.rootThreads[threadId] ?? format.childThreads[threadId] ?? null;
+}
+
+/** Collab tool calls that make a sub-agent thread run a turn; `wait` only watches it. */
+const STARTS_CHILD_TURN = new Set(["spawnAgent", "resumeAgent", "sendInput"]);
+
+/** Sub-agent threads this item names as started by its turn (v1 collabAgentToolCall, v2 subAgentActivity). */
+function startedThreads(item: Frame): string[] {
+  if (item.type === "collabAgentToolCall" && STARTS_CHILD_TURN.has(text(item.tool) ?? ""))
+    return strings(item.receiverThreadIds) ?? [];
+  const agentThreadId = text(item.agentThreadId);
+  return item.type === "subAgentActivity" && item.kind === "started" && agentThreadId ? [agentThreadId] : [];
+}
+
+function linkSubAgents(
+  format: CodexAppServerState,
+  item: Frame,
+  turn: CodexTurn,
+  limits: EvidenceLimits,
+  step: StepOutput,
+): void {
+  for (const child of startedThreads(item)) {
+    delete format.parents[child];
+    format.parents[child] = turn.appId;
+  }
+  // A dropped link only loses the precise parent: the child's next turn falls back to the active root turn.
+  const children = Object.keys(format.parents);
+  for (const oldest of children.slice(0, Math.max(0, children.length - limits.maxOpenTurns))) {
+    delete format.parents[oldest];
+    step.ignore("subagent_link_evicted");
+  }
+}
 
 /** The userMessage item is the engine's own statement that an input entered this turn. */
 function userMessageShown(state: RuntimeState, item: Frame, turnId: string, step: StepOutput): void {

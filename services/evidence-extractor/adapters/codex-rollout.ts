@@ -1,6 +1,7 @@
 import { asFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
+import { turnAppId } from "../identity-binding.js";
 import { completeTurn, type ProvenMember } from "../membership.js";
-import { nextOrdinal, type EvidenceLimits, type RuntimeState } from "../runtime-state.js";
+import type { EvidenceLimits, RuntimeState } from "../runtime-state.js";
 import type { StepOutput } from "../step-output.js";
 import { fingerprintCandidates, readTranscriptRow, type RowAdapter } from "./fingerprint.js";
 import { contentText } from "./frame-fields.js";
@@ -67,7 +68,9 @@ function ensureTurn(
 ): CodexRolloutState["turns"][string] {
   const known = format.turns[turnId];
   if (known) return known;
-  const turn = { appId: nextOrdinal(state, "turn"), members: [] };
+  // A tail may start after the session_meta row, so the turn is scoped by the agent's provider, not its thread:
+  // Codex turn ids are UUIDv7, unambiguous there, and every runtime tailing the session derives the same app id.
+  const turn = { appId: turnAppId(state.agentId, state.engine, null, turnId), members: [] };
   format.turns[turnId] = turn;
   step.bind(state, {
     appEntityKind: "provider_turn",
