@@ -1,7 +1,9 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
+import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
+import { TEST_LIMITS } from "../corpus-replay/redis-replay.js";
 import { projectRoot } from "../helpers/child-process.js";
 import { waitFor } from "../helpers/test-redis.js";
 import { engineSimAgent, loggedInputs, type EngineSimAgent } from "./agents-file.js";
@@ -32,6 +34,28 @@ const inputsOf = (records: EngineRecord[]) => outbound(records).filter((body) =>
 const requestsOf = (inputs: ReturnType<typeof inputsOf>) =>
   inputs.map((body) => [(JSON.parse(body.raw) as Frame).method, body.input?.deliveryId, body.input?.mode]);
 const params = (frame: Frame) => frame.params as Frame;
+/** The extractor's evidence for these records (the pure reducer), reduced to what decides each receipt. */
+const evidenceOf = (records: EngineRecord[]) => {
+  const replay = new AgentEvidenceReplay(TEST_LIMITS);
+  for (const entry of records) replay.apply(entry);
+  return replay.evidence.map((entry: HarnessEvidence) => {
+    switch (entry.kind) {
+      case "turn.completed":
+        return [
+          entry.kind,
+          entry.members.map((m) => [m.deliveryId, m.correlation]),
+          entry.outcome,
+          entry.fullText,
+        ];
+      case "evidence.missing":
+        return [entry.kind, entry.members.map((m) => m.deliveryId), entry.reason];
+      case "input.consumed":
+        return [entry.kind, entry.deliveryId, entry.correlation];
+      default:
+        return [entry.kind, "deliveryId" in entry ? entry.deliveryId : null];
+    }
+  });
+};
 const item = (frame: Frame) => ((frame.params as Frame | undefined)?.item ?? {}) as Frame;
 
 describe("engine-runner + engine-sim scripted scenarios (real processes)", () => {
@@ -242,6 +266,33 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     expect(lifecycle(frames, c.deliveryId)).toEqual(["queued"]);
   });
 
+  it("claude without echoed ids recovers after an ambiguous boundary: A and B end unknown, C sent after both turns is answered by ordinal", async () => {
+    const agent = "claude-echoless-recovers-after-ambiguity";
+    const a = await s.send.input(agent, "First, without ids");
+    const b = await s.send.input(agent, "Second, without ids");
+    await until(agent, isMainResult, 2);
+    const c = await s.send.input(agent, "Third, after both turns");
+    const all = await until(agent, isMainResult, 3);
+    const frames = inboundFrames(all);
+    expect(frames.filter(isMainResult).map((frame) => [frame.result, "user_message_uuids" in frame])).toEqual(
+      [
+        ["FIRST_DONE", false],
+        ["SECOND_DONE", false],
+        ["THIRD_DONE", false],
+      ],
+    );
+    expect(frames.some((frame) => frame.type === "command_lifecycle" || frame.isReplay === true)).toBe(false);
+    expect(evidenceOf(all)).toEqual([
+      ["input.delivered", a.deliveryId],
+      ["input.delivered", b.deliveryId],
+      ["evidence.missing", [a.deliveryId, b.deliveryId], "RESULT_EVIDENCE_MISSING"],
+      ["input.delivered", c.deliveryId],
+      ["input.consumed", c.deliveryId, "ordinal"],
+      ["turn.completed", [[c.deliveryId, "ordinal"]], "completed", "THIRD_DONE"],
+    ]);
+    writtenOnce(agent, a.deliveryId, b.deliveryId, c.deliveryId);
+  });
+
   it("claude stop while idle is still recorded and written (the engine decides), after turns answered one by one", async () => {
     const agent = "claude-answer-each-input";
     const a = await s.send.input(agent, "one");
@@ -384,6 +435,6 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("every scenario file is exercised by a test above", () => {
     expect(scenarioNames.sort()).toEqual([...agents.keys()].sort());
-    expect(scenarioNames).toHaveLength(16);
+    expect(scenarioNames).toHaveLength(17);
   });
 });

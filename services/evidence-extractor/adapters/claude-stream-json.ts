@@ -20,7 +20,10 @@ export interface ClaudeStreamState {
   kind: "claude-stream-json";
   /** The CLI has shown it echoes prompt uuids; from then on a boundary without ids owns no input. */
   echoSeen: boolean;
-  /** An ordinal boundary was ambiguous: ordinal attribution is off for the rest of this runtime. */
+  /**
+   * An ordinal boundary was ambiguous and the inputs it left open (already reported unknown) may still own a later
+   * boundary: no boundary is attributed by ordinal until each of them has been accounted for by one.
+   */
   ordinalBlocked: boolean;
   /** Proofs seen since the previous boundary, by strength. */
   turn: { replyIds: string[] | null; startedIds: string[]; replayIds: string[] };
@@ -183,7 +186,7 @@ function boundary(state: RuntimeState, format: ClaudeStreamState, frame: Frame, 
     });
     return;
   }
-  if (format.echoSeen || format.ordinalBlocked) return;
+  if (format.echoSeen) return;
   ordinalBoundary(state, format, step, { appTurnId, outcome, fullText });
 }
 
@@ -202,8 +205,12 @@ function firstNonEmpty(turn: ClaudeStreamState["turn"]): string[] | undefined {
 }
 
 /**
- * A CLI that never echoed: the boundary owns the one outstanding input only when exactly one is unattributed.
- * Ambiguity marks every candidate unknown and switches ordinal attribution off for the rest of the runtime.
+ * A CLI that never echoed answers its inputs in order, one boundary per turn. The boundary owns the one outstanding
+ * input when exactly one is open and no earlier ambiguity is pending. Otherwise it is ambiguous: every open input
+ * ends unknown, and the boundary accounts for the oldest, which leaves the open set. The others stay open without
+ * a claim until later boundaries account for them (a turn of their own may still come); once none is left, the
+ * next single outstanding input is attributed by ordinal again. A boundary while such an input and a newer one are
+ * open may be either's, so the newer one ends unknown too.
  */
 function ordinalBoundary(
   state: RuntimeState,
@@ -212,14 +219,15 @@ function ordinalBoundary(
   turn: { appTurnId: string; outcome: Outcome; fullText: string },
 ): void {
   const candidates = state.inputs.filter(isMainInput);
-  if (candidates.length === 0) return;
-  if (candidates.length > 1) {
-    format.ordinalBlocked = true;
-    step.missing(state, candidates, "RESULT_EVIDENCE_MISSING");
+  const [oldest] = candidates;
+  if (!oldest) return;
+  if (candidates.length === 1 && !format.ordinalBlocked) {
+    completeTurn(state, step, { ...turn, members: [{ input: oldest, correlation: "ordinal" }] });
     return;
   }
-  const [input] = candidates as [OpenInput];
-  completeTurn(state, step, { ...turn, members: [{ input, correlation: "ordinal" }] });
+  step.missing(state, candidates, "RESULT_EVIDENCE_MISSING");
+  removeInputs(state, new Set([oldest.deliveryId]));
+  format.ordinalBlocked = candidates.length > 1;
 }
 
 function outcomeOf(frame: Frame): Outcome {
