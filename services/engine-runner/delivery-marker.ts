@@ -6,10 +6,19 @@ import { LuaScript } from "../../libs/redis/lua-script.js";
 /**
  * Per-input marker that makes dispatch idempotent on deliveryId across redelivery and runner crashes:
  * - `claimed`: taken, nothing recorded yet, so nothing was written: writing now is safe.
+ * - `waiting`: held in the runner's waiting list for another device's turn to end; only its release writes it.
  * - `recorded`: the outbound record exists; it may or may not have been written: never write again (fails closed).
- * - `written` / `handed_over` / `undeliverable`: done.
+ * - `written` / `handed_over` / `undeliverable` / `withdrawn` (a stop took it out of the waiting list): done.
  */
-const deliveryStateSchema = z.enum(["claimed", "recorded", "written", "handed_over", "undeliverable"]);
+const deliveryStateSchema = z.enum([
+  "claimed",
+  "waiting",
+  "recorded",
+  "written",
+  "handed_over",
+  "undeliverable",
+  "withdrawn",
+]);
 export type DeliveryState = z.infer<typeof deliveryStateSchema>;
 
 /** "new" on the first claim, else the state stored before. */
@@ -22,7 +31,7 @@ export class DeliveryMarkers {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keyspace,
-    private readonly ttlSeconds: number,
+    readonly ttlSeconds: number,
   ) {}
 
   key(agentId: string, deliveryId: string): string {
@@ -33,6 +42,12 @@ export class DeliveryMarkers {
   async claim(agentId: string, deliveryId: string): Promise<{ writable: boolean; state: string }> {
     const state = await claimScript.run(this.redis, [this.key(agentId, deliveryId)], [this.ttlSeconds]);
     return { writable: state === "new" || state === "claimed", state };
+  }
+
+  /** A waiting input may be written by its release unless something else already settled it. */
+  async releasable(agentId: string, deliveryId: string): Promise<boolean> {
+    const state = await claimScript.run(this.redis, [this.key(agentId, deliveryId)], [this.ttlSeconds]);
+    return state === "waiting" || state === "new" || state === "claimed";
   }
 
   async advance(agentId: string, deliveryId: string, state: DeliveryState): Promise<void> {

@@ -9,6 +9,8 @@ export class RunnerMetrics {
   readonly dispatchIgnored: Counter<"reason">;
   readonly dispatchSkipped: Counter<"agent" | "reason">;
   readonly undeliverable: Counter<"agent" | "reason">;
+  readonly inputsWaiting: Counter<"agent">;
+  readonly stops: Counter<"agent" | "action">;
 
   private constructor(registry: Registry) {
     this.recordsAppended = new Counter({
@@ -45,6 +47,18 @@ export class RunnerMetrics {
       name: "engine_runner_undeliverable_total",
       help: "Dispatches recorded as undeliverable (proven never handed to the engine).",
       labelNames: ["agent", "reason"],
+      registers: [registry],
+    });
+    this.inputsWaiting = new Counter({
+      name: "engine_runner_inputs_waiting_total",
+      help: "Inputs held in the runner because the running turn holds another device's input (written when it ends).",
+      labelNames: ["agent"],
+      registers: [registry],
+    });
+    this.stops = new Counter({
+      name: "engine_runner_stops_total",
+      help: "turn.stop dispatches by what they did: interrupt the engine, withdraw waiting inputs, or refuse.",
+      labelNames: ["agent", "action"],
       registers: [registry],
     });
   }

@@ -18,7 +18,7 @@ const line = (frame: unknown) => JSON.stringify(frame);
 
 describe("Claude stream-json session: mode from the engine's own frames", () => {
   it("queues natively while any input is unanswered; listed uuids, lifecycle and old-CLI results answer them", async () => {
-    const session = new ClaudeStreamJsonSession();
+    const session = new ClaudeStreamJsonSession(() => {});
     expect((await session.inputFrame(input("A"))).mode).toBe("direct");
     expect((await session.inputFrame(input("B"))).mode).toBe("native_queue");
     session.observe(line({ type: "result", subtype: "success", origin: { kind: "task-notification" } }));
@@ -32,7 +32,7 @@ describe("Claude stream-json session: mode from the engine's own frames", () => 
   });
 
   it("writes the input and the interrupt exactly in the fixed convention", async () => {
-    const session = new ClaudeStreamJsonSession();
+    const session = new ClaudeStreamJsonSession(() => {});
     expect((await session.inputFrame(input("A", "hi"))).raw).toBe(
       '{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"uuid":"A"}',
     );
@@ -45,8 +45,11 @@ describe("Claude stream-json session: mode from the engine's own frames", () => 
 describe("Codex app-server session", () => {
   async function started() {
     const sent: { raw: string; input?: OutboundInput }[] = [];
-    const session = new CodexAppServerSession(async (raw, link) => {
-      sent.push({ raw, ...(link ? { input: link } : {}) });
+    const session = new CodexAppServerSession({
+      transmit: async (raw, link) => {
+        sent.push({ raw, ...(link ? { input: link } : {}) });
+      },
+      turnEnded: () => {},
     });
     const ready = session.start();
     await Promise.resolve();

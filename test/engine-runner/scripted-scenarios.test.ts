@@ -293,26 +293,32 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     writtenOnce(agent, a.deliveryId, b.deliveryId, c.deliveryId);
   });
 
-  it("claude stop while idle is still recorded and written (the engine decides), after turns answered one by one", async () => {
+  it("claude stop while idle interrupts nothing: refused NOTHING_OWNED_TO_STOP, never written, after turns answered one by one", async () => {
     const agent = "claude-answer-each-input";
     const a = await s.send.input(agent, "one");
     await until(agent, isMainResult);
     const b = await s.send.input(agent, "two");
     await until(agent, isMainResult, 2);
     const stop = await s.send.stop(agent);
-    const all = await records(agent, (entries) => inputsOf(entries).length === 3);
+    const all = await records(agent, (entries) => entries.some((e) => e.record.type === "undeliverable"));
     expect(inputsOf(all).map((body) => [body.input?.deliveryId, body.input?.kind, body.input?.mode])).toEqual(
       [
         [a.deliveryId, "input", "direct"],
         [b.deliveryId, "input", "direct"],
-        [stop.deliveryId, "stop", "direct"],
       ],
     );
-    await waitFor(
-      () => loggedInputs(agents.get(agent) as EngineSimAgent),
-      (lines) => lines.some((line) => line.request_id === stop.deliveryId),
-    );
-    writtenOnce(agent, a.deliveryId, b.deliveryId, stop.deliveryId);
+    expect(all.find((entry) => entry.record.type === "undeliverable")?.record).toEqual({
+      type: "undeliverable",
+      deliveryId: stop.deliveryId,
+      deviceId: stop.deviceId,
+      idempotencyKey: stop.idempotencyKey,
+      reason: "NOTHING_OWNED_TO_STOP",
+      code: "STOP_NOT_APPLICABLE",
+    });
+    writtenOnce(agent, a.deliveryId, b.deliveryId);
+    expect(
+      loggedInputs(agents.get(agent) as EngineSimAgent).some((line) => line.request_id !== undefined),
+    ).toBe(false);
   });
 
   it("codex steer merged into the running turn: turn/steer with expectedTurnId, both userMessage items carry clientId", async () => {
@@ -414,22 +420,23 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     expect((turn.error as Frame).codexErrorInfo).toBe("responseStreamDisconnected");
   });
 
-  it("codex turns answered one by one start a new turn each; a stop while idle names the last turn", async () => {
+  it("codex turns answered one by one start a new turn each; a stop while idle interrupts nothing", async () => {
     const agent = "codex-answer-each-input";
     const a = await s.send.input(agent, "one");
     await until(agent, method("turn/completed"));
     const b = await s.send.input(agent, "two");
     await until(agent, method("turn/completed"), 2);
     const stop = await s.send.stop(agent);
-    const all = await records(agent, (entries) => inputsOf(entries).length === 3);
-    const frames = inboundFrames(all);
-    const lastTurn = (params(frames.filter(method("turn/completed")).at(-1) as Frame).turn as Frame).id;
+    const all = await records(agent, (entries) => entries.some((e) => e.record.type === "undeliverable"));
     expect(requestsOf(inputsOf(all))).toEqual([
       ["turn/start", a.deliveryId, "direct"],
       ["turn/start", b.deliveryId, "direct"],
-      ["turn/interrupt", stop.deliveryId, "direct"],
     ]);
-    expect(params(JSON.parse(inputsOf(all)[2]?.raw ?? "{}") as Frame).turnId).toBe(lastTurn);
+    expect(all.find((entry) => entry.record.type === "undeliverable")?.record).toMatchObject({
+      deliveryId: stop.deliveryId,
+      reason: "NOTHING_OWNED_TO_STOP",
+      code: "STOP_NOT_APPLICABLE",
+    });
     expect(hasInbound(all, (frame) => item(frame)?.clientId === b.deliveryId)).toBe(true);
   });
 

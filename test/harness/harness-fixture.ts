@@ -163,13 +163,14 @@ export class HarnessPeer {
     });
   }
 
-  stop(idempotencyKey: string, agentId = AGENT) {
+  stop(idempotencyKey: string, agentId = AGENT, targetIdempotencyKey?: string) {
     return this.request({
       type: "turn.stop",
       requestId: randomUUID(),
       machineId: MACHINE,
       agentId,
       idempotencyKey,
+      ...(targetIdempotencyKey === undefined ? {} : { targetIdempotencyKey }),
     });
   }
 

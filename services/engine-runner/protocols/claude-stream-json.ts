@@ -1,14 +1,25 @@
 import { asFrame, parseFrame, strings, text } from "../../../libs/contract/engine-frame.js";
-import type { DispatchInput, DispatchStop, EngineSession, PlannedFrame } from "./engine-session.js";
+import {
+  runningInput,
+  type DispatchInput,
+  type DispatchStop,
+  type EngineSession,
+  type PlannedFrame,
+  type RunningInput,
+  type SessionHooks,
+} from "./engine-session.js";
 
 /**
  * Claude Code headless stream-json. Our deliveryId is the input line's `uuid` and the interrupt's `request_id`.
- * A turn runs while any input we wrote is unanswered: a main-loop `result` answers the uuids it lists
- * (`user_message_uuids`, else `user_message_uuid`), or the oldest input when an older CLI lists none; background
- * wakes, peer turns and sub-agent results answer nothing; `command_lifecycle` completed/cancelled settles one.
+ * A turn runs while any input we wrote is unanswered (the CLI folds or merges queued inputs into the running or the
+ * next turn): a main-loop `result` answers the uuids it lists (`user_message_uuids`, else `user_message_uuid`), or
+ * the oldest input when an older CLI lists none; background wakes, peer turns and sub-agent results answer nothing;
+ * `command_lifecycle` completed/cancelled settles one. When the last one is answered the turn has ended.
  */
 export class ClaudeStreamJsonSession implements EngineSession {
-  private readonly unanswered: string[] = [];
+  private readonly unanswered: RunningInput[] = [];
+
+  constructor(private readonly turnEnded: SessionHooks["turnEnded"]) {}
 
   async start(): Promise<void> {}
 
@@ -17,19 +28,19 @@ export class ClaudeStreamJsonSession implements EngineSession {
     if (!frame) return;
     if (frame.type === "command_lifecycle") {
       const state = text(frame.state);
-      if (state === "completed" || state === "cancelled") this.settle(text(frame.command_uuid));
+      if (state === "completed" || state === "cancelled") this.settle([text(frame.command_uuid)]);
       return;
     }
     if (frame.type !== "result" || (frame.parent_tool_use_id ?? null) !== null) return;
     const single = text(frame.user_message_uuid);
     const listed = strings(frame.user_message_uuids) ?? (single === undefined ? [] : [single]);
-    if (listed.length > 0) listed.forEach((uuid) => this.settle(uuid));
-    else if (asFrame(frame.origin) === undefined) this.unanswered.shift();
+    if (listed.length > 0) this.settle(listed);
+    else if (asFrame(frame.origin) === undefined) this.settle([this.unanswered[0]?.deliveryId]);
   }
 
   async inputFrame(input: DispatchInput): Promise<PlannedFrame> {
     const mode = this.unanswered.length > 0 ? "native_queue" : "direct";
-    this.unanswered.push(input.deliveryId);
+    this.unanswered.push(runningInput(input));
     const raw = JSON.stringify({
       type: "user",
       message: { role: "user", content: input.text },
@@ -48,8 +59,16 @@ export class ClaudeStreamJsonSession implements EngineSession {
     return { raw, mode: "direct" };
   }
 
-  private settle(uuid: string | undefined): void {
-    const index = uuid === undefined ? -1 : this.unanswered.indexOf(uuid);
-    if (index >= 0) this.unanswered.splice(index, 1);
+  runningInputs(): readonly RunningInput[] {
+    return this.unanswered;
+  }
+
+  private settle(uuids: (string | undefined)[]): void {
+    const before = this.unanswered.length;
+    for (const uuid of uuids) {
+      const index = this.unanswered.findIndex((input) => input.deliveryId === uuid);
+      if (index >= 0) this.unanswered.splice(index, 1);
+    }
+    if (before > 0 && this.unanswered.length === 0) this.turnEnded();
   }
 }

@@ -2,11 +2,13 @@ import { asFrame, parseFrame, text } from "../../../libs/contract/engine-frame.j
 import { sleep } from "../../../libs/timing/sleep.js";
 import {
   outboundInput,
+  runningInput,
   type DispatchInput,
   type DispatchStop,
   type EngineSession,
   type PlannedFrame,
-  type Transmit,
+  type RunningInput,
+  type SessionHooks,
 } from "./engine-session.js";
 
 const CLIENT_INFO = { name: "lampline", title: "Lampline", version: "0.1.0" };
@@ -15,11 +17,20 @@ const TURN_START_SETTLE_MS = 5_000;
 
 type Response = { result?: unknown; error?: unknown };
 
+/** The turn our inputs went into: it has ended once the engine completed it and no steer into it is unanswered. */
+interface InputTurn {
+  turnId?: string;
+  inputs: RunningInput[];
+  completed: boolean;
+  steersInFlight: number;
+}
+
 /**
  * Codex app-server JSON-RPC (lines without "jsonrpc", as the corpus records them). Each runtime opens with
  * initialize (id 1), initialized, thread/start (id 2); request ids then increase per runtime. An input is a
  * turn/start when no turn of our thread runs, a turn/steer (expectedTurnId) when one does; our deliveryId rides
- * as `clientUserMessageId`. A steer answered "no active turn" raced the turn's end: it falls back to turn/start.
+ * as `clientUserMessageId`. A steer answered "no active turn" raced the turn's end: it falls back to turn/start,
+ * and the turn counts as ended only once every steer into it is answered, so nothing else starts in between.
  */
 export class CodexAppServerSession implements EngineSession {
   private nextId = 1;
@@ -29,8 +40,13 @@ export class CodexAppServerSession implements EngineSession {
   private readonly completedTurns = new Set<string>();
   private readonly waiting = new Map<number, (response: Response) => void>();
   private turnStartInFlight: Promise<void> | undefined;
+  private inputTurn: InputTurn | undefined;
 
-  constructor(private readonly transmit: Transmit) {}
+  private readonly transmit: SessionHooks["transmit"];
+
+  constructor(private readonly hooks: SessionHooks) {
+    this.transmit = hooks.transmit;
+  }
 
   async start(): Promise<void> {
     const initialize = this.request("initialize", {
@@ -62,7 +78,13 @@ export class CodexAppServerSession implements EngineSession {
     if (frame.method === "turn/completed" && turnId) {
       this.completedTurns.add(turnId);
       if (this.activeTurnId === turnId) this.activeTurnId = undefined;
+      const turn = this.inputTurn;
+      if (turn?.turnId === turnId) this.completeInputTurn(turn);
     }
+  }
+
+  runningInputs(): readonly RunningInput[] {
+    return this.inputTurn?.inputs ?? [];
   }
 
   async inputFrame(input: DispatchInput): Promise<PlannedFrame> {
@@ -72,7 +94,7 @@ export class CodexAppServerSession implements EngineSession {
   }
 
   stopFrame(_stop: DispatchStop): PlannedFrame {
-    const turnId = this.activeTurnId ?? this.lastTurnId ?? null;
+    const turnId = this.inputTurn?.turnId ?? this.activeTurnId ?? this.lastTurnId ?? null;
     return { raw: this.request("turn/interrupt", { threadId: this.threadId, turnId }).raw, mode: "direct" };
   }
 
@@ -82,10 +104,15 @@ export class CodexAppServerSession implements EngineSession {
       input: [{ type: "text", text: input.text }],
       clientUserMessageId: input.deliveryId,
     });
+    const inputTurn: InputTurn = { inputs: [runningInput(input)], completed: false, steersInFlight: 0 };
+    this.inputTurn = inputTurn;
     const settled = request.response.then((response) => {
       const turn = asFrame(asFrame(response.result)?.turn);
       const turnId = text(turn?.id);
+      inputTurn.turnId ??= turnId;
       if (turnId && turn?.status === "inProgress") this.turnRunning(turnId);
+      if (!turnId || turn?.status !== "inProgress" || this.completedTurns.has(turnId))
+        this.completeInputTurn(inputTurn);
     });
     const inFlight = Promise.race([settled, sleep(TURN_START_SETTLE_MS)]).finally(() => {
       if (this.turnStartInFlight === inFlight) this.turnStartInFlight = undefined;
@@ -101,11 +128,21 @@ export class CodexAppServerSession implements EngineSession {
       input: [{ type: "text", text: input.text }],
       clientUserMessageId: input.deliveryId,
     });
+    const inputTurn = this.inputTurn;
+    inputTurn?.inputs.push(runningInput(input));
+    if (inputTurn) inputTurn.steersInFlight += 1;
     void request.response.then(async (response) => {
+      if (inputTurn) inputTurn.steersInFlight -= 1;
       const message = text(asFrame(response.error)?.message) ?? "";
-      if (!/no active turn/i.test(message)) return;
+      if (!/no active turn/i.test(message)) {
+        if (inputTurn) this.endIfSettled(inputTurn);
+        return;
+      }
       if (this.turnStartInFlight) await this.turnStartInFlight;
+      if (inputTurn)
+        inputTurn.inputs = inputTurn.inputs.filter((held) => held.deliveryId !== input.deliveryId);
       const fallback = this.activeTurnId ? this.steer(input, this.activeTurnId) : this.turnStart(input);
+      if (inputTurn && this.inputTurn !== inputTurn) this.endIfSettled(inputTurn);
       await this.transmit(fallback.raw, outboundInput(input, fallback.mode));
     });
     return { raw: request.raw, mode: "steering" };
@@ -114,6 +151,21 @@ export class CodexAppServerSession implements EngineSession {
   private turnRunning(turnId: string): void {
     this.lastTurnId = turnId;
     if (!this.completedTurns.has(turnId)) this.activeTurnId = turnId;
+    if (this.inputTurn && this.inputTurn.turnId === undefined) this.inputTurn.turnId = turnId;
+  }
+
+  private completeInputTurn(turn: InputTurn): void {
+    turn.completed = true;
+    this.endIfSettled(turn);
+  }
+
+  /** A completed turn ends for the runner once no steer into it is unanswered (a refused one starts the next). */
+  private endIfSettled(turn: InputTurn): void {
+    if (!turn.completed || turn.steersInFlight > 0) return;
+    if (this.inputTurn === turn) {
+      this.inputTurn = undefined;
+      this.hooks.turnEnded();
+    }
   }
 
   private request(method: string, params: unknown): { raw: string; response: Promise<Response> } {

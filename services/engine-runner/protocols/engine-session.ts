@@ -25,6 +25,15 @@ export interface OutboundInput {
 /** Records a frame as outbound, then writes it to the engine (never written-but-unrecorded). */
 export type Transmit = (raw: string, input?: OutboundInput) => Promise<void>;
 
+/** An input written to the engine that its running turn holds (consumed, or queued to be folded or followed). */
+export type RunningInput = Pick<OutboundInput, "deliveryId" | "deviceId" | "idempotencyKey">;
+
+/** What a session tells its runner: the running turn ended, nothing written is left unanswered. */
+export interface SessionHooks {
+  transmit: Transmit;
+  turnEnded: () => void;
+}
+
 /**
  * The runner's view of one engine runtime speaking one protocol: it builds frames with our ids as the engine's
  * own correlation ids and follows the engine's frames to know whether a turn is running.
@@ -36,6 +45,12 @@ export interface EngineSession {
   observe(line: string): void;
   inputFrame(input: DispatchInput): Promise<PlannedFrame>;
   stopFrame(stop: DispatchStop): PlannedFrame;
+  /** Inputs written and not yet answered, oldest first: the engine may still fold them into one turn. */
+  runningInputs(): readonly RunningInput[];
+}
+
+export function runningInput(input: DispatchInput): RunningInput {
+  return { deliveryId: input.deliveryId, deviceId: input.deviceId, idempotencyKey: input.idempotencyKey };
 }
 
 export function outboundInput(dispatch: DispatchInput | DispatchStop, mode: InputMode): OutboundInput {
