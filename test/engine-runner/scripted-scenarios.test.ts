@@ -5,7 +5,6 @@ import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
 import { TEST_LIMITS } from "../corpus-replay/redis-replay.js";
 import { projectRoot } from "../helpers/child-process.js";
-import { waitFor } from "../helpers/test-redis.js";
 import { engineSimAgent, loggedInputs, type EngineSimAgent } from "./agents-file.js";
 import { hasInbound, inboundFrames, runtimesOf, seqGapFree, waitForRecords } from "./engine-records.js";
 import { useRunnerSuite } from "./runner-process.js";
