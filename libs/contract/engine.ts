@@ -19,6 +19,10 @@ export const correlationKindSchema = z.enum([
 ]);
 export type CorrelationKind = z.infer<typeof correlationKindSchema>;
 
+/** How the runner answers an engine's approval requests (commands, patches, tool permissions): default deny. */
+export const approvalPolicySchema = z.enum(["deny", "allow"]);
+export type ApprovalPolicy = z.infer<typeof approvalPolicySchema>;
+
 export const agentConfigSchema = z.strictObject({
   agentId: z.string().min(1).max(128),
   machineId: z.string().min(1).max(128),
@@ -27,6 +31,8 @@ export const agentConfigSchema = z.strictObject({
   command: z.array(z.string().min(1)).min(1).optional(),
   /** Session file to follow (transcript engines). */
   path: z.string().min(1).optional(),
+  /** Engine requests: approvals answered by this policy (absent: deny); questions for a user are refused. */
+  approvals: approvalPolicySchema.optional(),
 });
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 

@@ -147,7 +147,13 @@ export const harnessEvidenceSchema = z.discriminatedUnion("kind", [
     kind: z.literal("evidence.missing"),
     ...evidenceBase,
     members: z.array(evidenceMemberSchema.omit({ correlation: true })).min(1),
-    reason: z.enum(["RESULT_EVIDENCE_MISSING", "ENGINE_EXITED", "EVIDENCE_EVICTED", "OVERLAPPING_INPUTS"]),
+    reason: z.enum([
+      "RESULT_EVIDENCE_MISSING",
+      "ENGINE_EXITED",
+      "EVIDENCE_EVICTED",
+      "OVERLAPPING_INPUTS",
+      "REQUEST_NOT_RESUMABLE",
+    ]),
   }),
   /** Proven not delivered: the receipt becomes rejected with `code` (default INPUT_REJECTED). */
   z.strictObject({

@@ -4,6 +4,7 @@ import type { HarnessDispatch } from "../../libs/contract/streams.js";
 import type { DeliveryMarkers } from "./delivery-marker.js";
 import { EngineProcess } from "./engine-process.js";
 import { ClaudeStreamJsonSession } from "./protocols/claude-stream-json.js";
+import type { EngineRequestAnswer } from "./protocols/engine-requests.js";
 import { CodexAppServerSession } from "./protocols/codex-app-server.js";
 import {
   outboundInput,
@@ -134,11 +135,16 @@ export class ProcessAgent {
       await log.append({ type: "outbound", raw, ...(input ? { input } : {}) });
       engine.write(raw);
     };
-    const turnEnded = () => void this.exclusively(() => this.releaseWaiting(runtime));
+    const hooks = {
+      transmit,
+      turnEnded: () => void this.exclusively(() => this.releaseWaiting(runtime)),
+      requestAnswered: (answer: EngineRequestAnswer) => this.requestAnswered(answer),
+    };
+    const approvals = this.agent.approvals ?? "deny";
     const session: EngineSession =
       this.agent.engine === "codex-app-server"
-        ? new CodexAppServerSession({ transmit, turnEnded })
-        : new ClaudeStreamJsonSession(turnEnded);
+        ? new CodexAppServerSession(hooks, approvals)
+        : new ClaudeStreamJsonSession(hooks, approvals);
     const engine = new EngineProcess(this.agent.command, {
       line: (line) => {
         void log.append({ type: "inbound", raw: line });
@@ -176,6 +182,12 @@ export class ProcessAgent {
     const delay = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, this.settings.restartMaxMs);
     this.restartTimer = setTimeout(() => this.spawnRuntime(), delay);
+  }
+
+  private requestAnswered(answer: EngineRequestAnswer): void {
+    const { kind, decision, method } = answer;
+    this.deps.metrics.requestsAnswered.inc({ agent: this.agent.agentId, kind, decision });
+    this.deps.log.info({ agentId: this.agent.agentId, kind, decision, method }, "engine request answered");
   }
 
   private exclusively(work: () => Promise<void>): Promise<void> {

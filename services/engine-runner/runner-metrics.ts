@@ -11,6 +11,7 @@ export class RunnerMetrics {
   readonly undeliverable: Counter<"agent" | "reason">;
   readonly inputsWaiting: Counter<"agent">;
   readonly stops: Counter<"agent" | "action">;
+  readonly requestsAnswered: Counter<"agent" | "kind" | "decision">;
 
   private constructor(registry: Registry) {
     this.recordsAppended = new Counter({
@@ -59,6 +60,12 @@ export class RunnerMetrics {
       name: "engine_runner_stops_total",
       help: "turn.stop dispatches by what they did: interrupt the engine, withdraw waiting inputs, or refuse.",
       labelNames: ["agent", "action"],
+      registers: [registry],
+    });
+    this.requestsAnswered = new Counter({
+      name: "engine_requests_answered_total",
+      help: "Engine requests answered by the runner: approvals by the agent's policy (allow/deny), the rest unanswerable.",
+      labelNames: ["agent", "kind", "decision"],
       registers: [registry],
     });
   }

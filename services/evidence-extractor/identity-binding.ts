@@ -92,7 +92,7 @@ function enclosingScope(binding: IdentityBinding): string | null {
 }
 
 /** Short id kinds of app ids derived from a native scope. */
-export type DerivedIdKind = "thread" | "turn" | "node" | "item";
+export type DerivedIdKind = "thread" | "turn" | "node" | "item" | "request";
 
 /**
  * App id of a native entity, derived from its scope path (agent, provider, enclosing app id, native id): every

@@ -5,6 +5,7 @@ import { claudeTranscriptRow, newClaudeTranscriptState } from "./adapters/claude
 import { codexInbound, codexOutbound, newCodexAppServerState } from "./adapters/codex-app-server.js";
 import { codexRolloutRow, newCodexRolloutState } from "./adapters/codex-rollout.js";
 import { promptFingerprint } from "./adapters/fingerprint.js";
+import { exitReason } from "./engine-requests.js";
 import { enforceInputCap } from "./membership.js";
 import {
   newRuntimeState,
@@ -76,7 +77,7 @@ export function applyRecord(
 
 /** The runtime is gone (exit, or superseded by a new runtime of the agent): whatever is open ends unknown. */
 export function closeRuntime(state: RuntimeState, step: StepOutput): void {
-  step.missing(state, state.inputs, "ENGINE_EXITED");
+  step.missing(state, state.inputs, exitReason(state));
   state.inputs = [];
   state.closed = true;
 }
@@ -110,8 +111,8 @@ function outbound(
     state.inputs.push(input);
     step.delivered(state, input, written.mode);
   }
-  if (format.kind === "claude-stream-json" && current) claudeOutbound(format, current, body.raw);
-  if (format.kind === "codex-app-server") codexOutbound(format, body.raw, current, limits, step);
+  if (format.kind === "claude-stream-json") claudeOutbound(state, format, current, body.raw);
+  if (format.kind === "codex-app-server") codexOutbound(state, format, body.raw, current, limits, step);
   enforceInputCap(state, step, limits.maxOpenInputs);
 }
 

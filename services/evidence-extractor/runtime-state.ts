@@ -47,6 +47,8 @@ export interface RuntimeState {
   appliedSeq: number;
   closed: boolean;
   inputs: OpenInput[];
+  /** Native ids of requests the engine made and the runner has not answered yet (engine-requests.ts). */
+  pendingRequests: string[];
   /** Scoped ordinals (seed 004): deterministic app ids for threads, turns and sub-agent nodes of this runtime. */
   ordinals: { thread: number; turn: number; node: number };
   format: FormatState;
@@ -75,6 +77,7 @@ export function newRuntimeState(record: EngineRecord, format: FormatState): Runt
     appliedSeq: 0,
     closed: false,
     inputs: [],
+    pendingRequests: [],
     ordinals: { thread: 0, turn: 0, node: 0 },
     format,
   };

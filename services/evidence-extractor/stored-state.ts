@@ -94,6 +94,7 @@ const runtimeStateSchema: z.ZodType<RuntimeState> = z.object({
   appliedSeq: z.number().int(),
   closed: z.boolean(),
   inputs: z.array(openInputSchema),
+  pendingRequests: z.array(z.string()).default([]),
   ordinals: z.object({ thread: z.number().int(), turn: z.number().int(), node: z.number().int() }),
   format: z.discriminatedUnion("kind", [
     claudeStreamSchema,

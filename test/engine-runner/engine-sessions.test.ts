@@ -15,10 +15,17 @@ const input = (deliveryId: string, text = `text of ${deliveryId}`): DispatchInpu
   reservedAt: 1,
 });
 const line = (frame: unknown) => JSON.stringify(frame);
+const hooksFor = (sent: { raw: string; input?: OutboundInput }[]) => ({
+  transmit: async (raw: string, link?: OutboundInput) => {
+    sent.push({ raw, ...(link ? { input: link } : {}) });
+  },
+  turnEnded: () => {},
+  requestAnswered: () => {},
+});
 
 describe("Claude stream-json session: mode from the engine's own frames", () => {
   it("queues natively while any input is unanswered; listed uuids, lifecycle and old-CLI results answer them", async () => {
-    const session = new ClaudeStreamJsonSession(() => {});
+    const session = new ClaudeStreamJsonSession(hooksFor([]), "deny");
     expect((await session.inputFrame(input("A"))).mode).toBe("direct");
     expect((await session.inputFrame(input("B"))).mode).toBe("native_queue");
     session.observe(line({ type: "result", subtype: "success", origin: { kind: "task-notification" } }));
@@ -32,7 +39,7 @@ describe("Claude stream-json session: mode from the engine's own frames", () => 
   });
 
   it("writes the input and the interrupt exactly in the fixed convention", async () => {
-    const session = new ClaudeStreamJsonSession(() => {});
+    const session = new ClaudeStreamJsonSession(hooksFor([]), "deny");
     expect((await session.inputFrame(input("A", "hi"))).raw).toBe(
       '{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"uuid":"A"}',
     );
@@ -45,12 +52,7 @@ describe("Claude stream-json session: mode from the engine's own frames", () => 
 describe("Codex app-server session", () => {
   async function started() {
     const sent: { raw: string; input?: OutboundInput }[] = [];
-    const session = new CodexAppServerSession({
-      transmit: async (raw, link) => {
-        sent.push({ raw, ...(link ? { input: link } : {}) });
-      },
-      turnEnded: () => {},
-    });
+    const session = new CodexAppServerSession(hooksFor(sent), "deny");
     const ready = session.start();
     await Promise.resolve();
     session.observe(line({ id: 1, result: {} }));
@@ -116,5 +118,54 @@ describe("engine-sim scenario templates", () => {
     expect(scope.render("{{id:t}}")).not.toBe(first.turn);
     expect(scope.render("{{session:s}}")).toBe(first.s);
     expect(() => scope.render("{{B.uuid}}")).toThrow(/not bound/);
+  });
+});
+
+describe("engine requests are answered by the agent's approval policy, never left open", () => {
+  it("claude can_use_tool: allow echoes the tool input, deny says why; other subtypes get an error response", async () => {
+    for (const [policy, verdict] of [
+      ["allow", { behavior: "allow", updatedInput: { command: "ls" } }],
+      ["deny", { behavior: "deny", message: "Denied by the agent's approval policy." }],
+    ] as const) {
+      const sent: { raw: string }[] = [];
+      const answered: unknown[] = [];
+      const session = new ClaudeStreamJsonSession(
+        { ...hooksFor(sent), requestAnswered: (answer) => answered.push([answer.kind, answer.decision]) },
+        policy,
+      );
+      session.observe(
+        line({
+          type: "control_request",
+          request_id: "p1",
+          request: { subtype: "can_use_tool", input: { command: "ls" } },
+        }),
+      );
+      session.observe(
+        line({ type: "control_request", request_id: "p2", request: { subtype: "hook_callback" } }),
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sent.map((frame) => JSON.parse(frame.raw).response)).toEqual([
+        { subtype: "success", request_id: "p1", response: verdict },
+        { subtype: "error", request_id: "p2", error: "unsupported request hook_callback" },
+      ]);
+      expect(answered).toEqual([
+        ["approval", policy],
+        ["unsupported", "unanswerable"],
+      ]);
+    }
+  });
+
+  it("codex approvals answer accept/decline (legacy methods approved/denied); a question for the user gets an error", async () => {
+    const sent: { raw: string }[] = [];
+    const session = new CodexAppServerSession(hooksFor(sent), "allow");
+    session.observe(line({ id: 7, method: "item/fileChange/requestApproval", params: {} }));
+    session.observe(line({ id: 8, method: "execCommandApproval", params: {} }));
+    session.observe(line({ id: 9, method: "item/tool/requestUserInput", params: {} }));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent.map((frame) => JSON.parse(frame.raw))).toEqual([
+      { id: 7, result: { decision: "accept" } },
+      { id: 8, result: { decision: "approved" } },
+      { id: 9, error: { code: -32000, message: "no user can answer questions on this surface" } },
+    ]);
   });
 });

@@ -292,6 +292,47 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
     writtenOnce(agent, a.deliveryId, b.deliveryId, c.deliveryId);
   });
 
+  it("claude permission prompt (control_request can_use_tool) is answered by the default deny policy, recorded, and the turn ends", async () => {
+    const agent = "claude-permission-request";
+    const a = await s.send.input(agent, "Run the tests");
+    const all = await until(agent, isMainResult);
+    const prompt = inboundFrames(all).find((frame) => frame.type === "control_request") as Frame;
+    const answers = outbound(all).filter((body) => body.input === undefined);
+    expect(answers.map((body) => JSON.parse(body.raw))).toEqual([
+      {
+        type: "control_response",
+        response: {
+          subtype: "success",
+          request_id: prompt.request_id,
+          response: { behavior: "deny", message: "Denied by the agent's approval policy." },
+        },
+      },
+    ]);
+    expect(evidenceOf(all).at(-1)).toEqual([
+      "turn.completed",
+      [[a.deliveryId, "native_exact"]],
+      "completed",
+      "DECISION: deny",
+    ]);
+  });
+
+  it("codex command approval (server request) is answered decline by the default policy, recorded, and the turn ends", async () => {
+    const agent = "codex-approval-request";
+    const a = await s.send.input(agent, "Run the tests");
+    const all = await until(agent, method("turn/completed"));
+    const answers = outbound(all).filter((body) => {
+      const frame = JSON.parse(body.raw) as Frame;
+      return frame.method === undefined && frame.id === 0;
+    });
+    expect(answers.map((body) => JSON.parse(body.raw))).toEqual([{ id: 0, result: { decision: "decline" } }]);
+    expect(evidenceOf(all).at(-1)).toMatchObject([
+      "turn.completed",
+      [[a.deliveryId, "native_exact"]],
+      "completed",
+      "DECISION: decline",
+    ]);
+  });
+
   it("claude stop while idle interrupts nothing: refused NOTHING_OWNED_TO_STOP, never written, after turns answered one by one", async () => {
     const agent = "claude-answer-each-input";
     const a = await s.send.input(agent, "one");
@@ -441,6 +482,6 @@ describe("engine-runner + engine-sim scripted scenarios (real processes)", () =>
 
   it("every scenario file is exercised by a test above", () => {
     expect(scenarioNames.sort()).toEqual([...agents.keys()].sort());
-    expect(scenarioNames).toHaveLength(17);
+    expect(scenarioNames).toHaveLength(19);
   });
 });

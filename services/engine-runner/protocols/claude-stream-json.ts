@@ -1,4 +1,6 @@
 import { asFrame, parseFrame, strings, text } from "../../../libs/contract/engine-frame.js";
+import type { ApprovalPolicy } from "../../../libs/contract/engine.js";
+import { answerClaudeRequest, type EngineRequestAnswer } from "./engine-requests.js";
 import {
   runningInput,
   type DispatchInput,
@@ -14,18 +16,24 @@ import {
  * A turn runs while any input we wrote is unanswered (the CLI folds or merges queued inputs into the running or the
  * next turn): a main-loop `result` answers the uuids it lists (`user_message_uuids`, else `user_message_uuid`), or
  * the oldest input when an older CLI lists none; background wakes, peer turns and sub-agent results answer nothing;
- * `command_lifecycle` completed/cancelled settles one. When the last one is answered the turn has ended.
+ * `command_lifecycle` completed/cancelled settles one. When the last one is answered the turn has ended. A
+ * `control_request` from the CLI (a permission prompt) is answered at once by the agent's approval policy.
  */
 export class ClaudeStreamJsonSession implements EngineSession {
   private readonly unanswered: RunningInput[] = [];
 
-  constructor(private readonly turnEnded: SessionHooks["turnEnded"]) {}
+  constructor(
+    private readonly hooks: SessionHooks,
+    private readonly approvals: ApprovalPolicy,
+  ) {}
 
   async start(): Promise<void> {}
 
   observe(line: string): void {
     const frame = parseFrame(line);
     if (!frame) return;
+    const answer = answerClaudeRequest(frame, this.approvals);
+    if (answer) return this.answer(answer);
     if (frame.type === "command_lifecycle") {
       const state = text(frame.state);
       if (state === "completed" || state === "cancelled") this.settle([text(frame.command_uuid)]);
@@ -69,6 +77,10 @@ export class ClaudeStreamJsonSession implements EngineSession {
       const index = this.unanswered.findIndex((input) => input.deliveryId === uuid);
       if (index >= 0) this.unanswered.splice(index, 1);
     }
-    if (before > 0 && this.unanswered.length === 0) this.turnEnded();
+    if (before > 0 && this.unanswered.length === 0) this.hooks.turnEnded();
+  }
+
+  private answer(answer: EngineRequestAnswer): void {
+    void this.hooks.transmit(answer.raw).then(() => this.hooks.requestAnswered(answer));
   }
 }

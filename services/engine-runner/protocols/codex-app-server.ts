@@ -1,5 +1,7 @@
 import { asFrame, parseFrame, text } from "../../../libs/contract/engine-frame.js";
+import type { ApprovalPolicy } from "../../../libs/contract/engine.js";
 import { sleep } from "../../../libs/timing/sleep.js";
+import { answerCodexRequest } from "./engine-requests.js";
 import {
   outboundInput,
   runningInput,
@@ -31,6 +33,7 @@ interface InputTurn {
  * turn/start when no turn of our thread runs, a turn/steer (expectedTurnId) when one does; our deliveryId rides
  * as `clientUserMessageId`. A steer answered "no active turn" raced the turn's end: it falls back to turn/start,
  * and the turn counts as ended only once every steer into it is answered, so nothing else starts in between.
+ * Server requests (approvals, questions for the user) are answered at once (engine-requests.ts), never left open.
  */
 export class CodexAppServerSession implements EngineSession {
   private nextId = 1;
@@ -44,7 +47,10 @@ export class CodexAppServerSession implements EngineSession {
 
   private readonly transmit: SessionHooks["transmit"];
 
-  constructor(private readonly hooks: SessionHooks) {
+  constructor(
+    private readonly hooks: SessionHooks,
+    private readonly approvals: ApprovalPolicy,
+  ) {
     this.transmit = hooks.transmit;
   }
 
@@ -66,6 +72,11 @@ export class CodexAppServerSession implements EngineSession {
   observe(line: string): void {
     const frame = parseFrame(line);
     if (!frame) return;
+    const answer = answerCodexRequest(frame, this.approvals);
+    if (answer) {
+      void this.transmit(answer.raw).then(() => this.hooks.requestAnswered(answer));
+      return;
+    }
     if (typeof frame.id === "number" && frame.method === undefined) {
       this.waiting.get(frame.id)?.({ result: frame.result, error: frame.error });
       this.waiting.delete(frame.id);

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { ReceiptInput } from "../../../libs/contract/receipt.js";
+import type { EngineRequestAnswer } from "./engine-requests.js";
 import type { dispatchInputSchema, dispatchStopSchema } from "../../../libs/contract/streams.js";
 
 export type DispatchInput = z.infer<typeof dispatchInputSchema>;
@@ -28,10 +29,11 @@ export type Transmit = (raw: string, input?: OutboundInput) => Promise<void>;
 /** An input written to the engine that its running turn holds (consumed, or queued to be folded or followed). */
 export type RunningInput = Pick<OutboundInput, "deliveryId" | "deviceId" | "idempotencyKey">;
 
-/** What a session tells its runner: the running turn ended, nothing written is left unanswered. */
+/** How a session writes, and what it tells its runner: the running turn ended; an engine request was answered. */
 export interface SessionHooks {
   transmit: Transmit;
   turnEnded: () => void;
+  requestAnswered: (answer: EngineRequestAnswer) => void;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { asFrame, parseFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
+import { requestAnswered, requestOpened } from "../engine-requests.js";
 import { threadAppId } from "../identity-binding.js";
 import { completeTurn } from "../membership.js";
 import {
@@ -44,9 +45,17 @@ export function newClaudeStreamState(): ClaudeStreamState {
 }
 
 /** Links what we wrote to the ids it carries: the prompt `uuid`, or the interrupt's `request_id`. */
-export function claudeOutbound(format: ClaudeStreamState, input: OpenInput, raw: string): void {
+export function claudeOutbound(
+  state: RuntimeState,
+  format: ClaudeStreamState,
+  input: OpenInput | undefined,
+  raw: string,
+): void {
   const frame = parseFrame(raw);
   if (!frame) return;
+  if (frame.type === "control_response")
+    return requestAnswered(state, text(asFrame(frame.response)?.request_id));
+  if (!input) return;
   if (input.kind === "input") {
     input.nativeRef = text(frame.uuid) ?? input.deliveryId;
     return;
@@ -75,8 +84,21 @@ const INBOUND_BY_TYPE = new Map<unknown, InboundFrame>([
   ["user", replayEcho],
   ["assistant", firstReply],
   ["control_response", interruptConfirmed],
+  ["control_request", engineRequest],
   ["result", boundary],
 ]);
+
+/** The CLI asks (a permission prompt): the runner answers it; until then the engine waits on it. */
+function engineRequest(
+  state: RuntimeState,
+  _format: ClaudeStreamState,
+  frame: Frame,
+  step: StepOutput,
+): void {
+  const nativeId = text(frame.request_id);
+  const method = text(asFrame(frame.request)?.subtype) ?? "unknown";
+  if (nativeId) requestOpened(state, { nativeId, method }, step);
+}
 
 const isMainLoop = (frame: Frame) =>
   frame.parent_tool_use_id === null || frame.parent_tool_use_id === undefined;

@@ -1,5 +1,6 @@
 import { asFrame, list, parseFrame, strings, text, type Frame } from "../../../libs/contract/engine-frame.js";
 import type { Outcome } from "../../../libs/contract/turn-result.js";
+import { requestAnswered, requestOpened } from "../engine-requests.js";
 import { derivedAppId, threadAppId, turnAppId } from "../identity-binding.js";
 import { completeTurn } from "../membership.js";
 import type { EvidenceLimits, OpenInput, RuntimeState } from "../runtime-state.js";
@@ -66,6 +67,7 @@ export function newCodexAppServerState(): CodexAppServerState {
 }
 
 export function codexOutbound(
+  state: RuntimeState,
   format: CodexAppServerState,
   raw: string,
   input: OpenInput | undefined,
@@ -75,6 +77,7 @@ export function codexOutbound(
   const frame = parseFrame(raw);
   const method = text(frame?.method);
   const id = requestKey(frame?.id);
+  if (!method && id !== undefined) return requestAnswered(state, id);
   if (!method || id === undefined || !TRACKED_METHODS.has(method)) return;
   const threadId = text(asFrame(frame?.params)?.threadId);
   format.requests[id] = {
@@ -101,6 +104,8 @@ export function codexInbound(
   if (!frame) return step.ignore("unparseable_frame");
   const method = text(frame.method);
   if (method === undefined) return response(state, format, frame, limits, step);
+  const serverRequestId = requestKey(frame.id);
+  if (serverRequestId !== undefined) return requestOpened(state, { nativeId: serverRequestId, method }, step);
   const params = asFrame(frame.params);
   if (!params) return;
   switch (method) {

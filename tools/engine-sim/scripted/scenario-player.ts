@@ -49,7 +49,9 @@ function expected(step: Expect, protocol: SimProtocol, frame: LiveFrame): boolea
   if (protocol === "claude-stream-json")
     return step.expect === "input"
       ? isClaudeInput(frame)
-      : step.expect === "interrupt" && isClaudeInterrupt(frame);
+      : step.expect === "response"
+        ? frame.type === "control_response"
+        : step.expect === "interrupt" && isClaudeInterrupt(frame);
   switch (step.expect) {
     case "input":
       return (
@@ -61,6 +63,8 @@ function expected(step: Expect, protocol: SimProtocol, frame: LiveFrame): boolea
       return isCodexRequest(frame, step.method);
     case "notification":
       return isCodexNotification(frame, step.method);
+    case "response":
+      return frame.id !== undefined && frame.method === undefined;
   }
 }
 
@@ -72,6 +76,7 @@ function bindingOf(frame: LiveFrame, protocol: SimProtocol): Record<string, unkn
       text: textOf(record(frame.message)?.content) ?? null,
       requestId: frame.request_id ?? null,
       id: frame.request_id ?? frame.uuid ?? null,
+      decision: record(record(frame.response)?.response)?.behavior ?? null,
     };
   const params = record(frame.params);
   return {
@@ -81,5 +86,6 @@ function bindingOf(frame: LiveFrame, protocol: SimProtocol): Record<string, unkn
     clientId: params?.clientUserMessageId ?? null,
     threadId: params?.threadId ?? null,
     turnId: params?.turnId ?? params?.expectedTurnId ?? null,
+    decision: record(frame.result)?.decision ?? null,
   };
 }

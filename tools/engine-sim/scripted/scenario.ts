@@ -7,7 +7,8 @@ import { protocolSchema } from "../args.js";
  * A scripted scenario is data: per runtime (process start), a list of steps the generic player runs in order.
  * - `emit`: print this frame (a template: `{{A.uuid}}`, `{{id:turn1}}`, `{{now:ms}}` …, see template.ts).
  * - `expect`: wait for the next live frame of a kind (`input`, `interrupt`, `request`, `notification`, optionally
- *   with a `method`) and bind it under `as` so later templates use the live ids.
+ *   with a `method`; `response`: the host's answer to a request the engine made) and bind it under `as` so later
+ *   templates use the live ids (and an answer's `decision`).
  * - `sleep`: pause (lets a host act between frames). `exit`: end the process (`code`, or `signal` for a crash).
  * - `include`: the steps of another file (`{"steps": [...]}`), relative to this one.
  * A runtime plays `steps` once, then `repeat` (if any) over and over until stdin ends; otherwise it stays idle.
@@ -15,7 +16,7 @@ import { protocolSchema } from "../args.js";
 const stepSchema = z.union([
   z.strictObject({ emit: z.unknown() }),
   z.strictObject({
-    expect: z.enum(["input", "interrupt", "request", "notification"]),
+    expect: z.enum(["input", "interrupt", "request", "notification", "response"]),
     method: z.string().min(1).optional(),
     as: z
       .string()
