@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Redis } from "ioredis";
+import { z } from "zod";
 import { STREAM_CATALOG } from "../libs/contract/catalog.js";
 import type { EngineRecord } from "../libs/contract/streams.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
@@ -10,6 +11,7 @@ import { PAYLOAD_FIELD } from "../libs/streams/stream-writer.js";
 import { evidenceExtractorService } from "../services/evidence-extractor/definition.js";
 import { applyRecord, initialState } from "../services/evidence-extractor/record-reducer.js";
 import type { EvidenceLimits, RuntimeState } from "../services/evidence-extractor/runtime-state.js";
+import { readCommandLine } from "../tools/cli-args.js";
 import { claudeStreamWorkload, codexRolloutWorkload, type Workload } from "./extractor-workloads.js";
 
 /**
@@ -25,15 +27,26 @@ const LIMITS: EvidenceLimits = {
 };
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 
-function option(args: string[], name: string, fallback: number): number {
-  const index = args.indexOf(name);
-  const value = index >= 0 ? Number(args[index + 1]) : fallback;
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-}
+const HELP = [
+  "usage: npm run bench -- extractor [--records N] [--service-records N]",
+  "",
+  "  --records <n>          records through the pure adapters, per workload (default 120000)",
+  "  --service-records <n>  records through the Redis-backed service, per workload (default 100000); REDIS_URL",
+  "  -h, --help             this text",
+].join("\n");
+
+const count = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 export async function run(args: string[]): Promise<void> {
-  const records = option(args, "--records", 120_000);
-  const serviceRecords = option(args, "--service-records", 100_000);
+  const { records, "service-records": serviceRecords } = readCommandLine(
+    {
+      name: "bench extractor",
+      help: HELP,
+      options: { records: { type: "string" }, "service-records": { type: "string" } },
+      schema: z.object({ records: count(120_000), "service-records": count(100_000) }),
+    },
+    args,
+  );
   for (const workload of [claudeStreamWorkload(records), codexRolloutWorkload(records)]) adapterRun(workload);
   for (const workload of [claudeStreamWorkload(serviceRecords), codexRolloutWorkload(serviceRecords)])
     await serviceRun(workload);

@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { deviceIdSchema } from "../libs/auth/tokens.js";
@@ -7,6 +6,18 @@ import { loadConfigOrExit } from "../libs/config/load-config.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
 import { revokeLamp } from "../services/device-gateway/lamp-revocation.js";
 import { revokeDevice } from "../services/harness-gateway/revocation/device-revocation.js";
+import { readCommandLine } from "./cli-args.js";
+
+const HELP = [
+  "usage: npm run revoke -- --device <id> [--side both|harness|os]",
+  "",
+  "Revokes a device offline, straight in Redis (REDIS_URL, KEY_PREFIX); prints what was done as JSON.",
+  "",
+  "  --device <id>            the device to revoke (required)",
+  "  --side both|harness|os   harness: delete its receipts, results and event log, refuse its older Harness tokens;",
+  "                           os: refuse its older tokens everywhere, close its sockets; both (default)",
+  "  -h, --help               this text",
+].join("\n");
 
 /**
  * `tsx tools/revoke-device.ts --device lamp-1 [--side both|harness|os]`: the operator's offline twin of
@@ -15,20 +26,19 @@ import { revokeDevice } from "../services/harness-gateway/revocation/device-revo
  * socket, the OS API and the Harness, closes its Lamp sockets and the router's Harness session, which stays closed
  * until the Lamp connects with a newer token). Uses REDIS_URL and KEY_PREFIX; prints what was done as JSON.
  */
+const { device, side } = readCommandLine({
+  name: "revoke",
+  help: HELP,
+  options: { device: { type: "string" }, side: { type: "string" } },
+  schema: z.object({ device: deviceIdSchema, side: z.enum(["both", "harness", "os"]).default("both") }),
+});
 const base = loadConfigOrExit(baseEnvSchema);
-const { values } = parseArgs({ options: { device: { type: "string" }, side: { type: "string" } } });
-const deviceId = deviceIdSchema.safeParse(values.device);
-const side = z.enum(["both", "harness", "os"]).safeParse(values.side ?? "both");
-if (!deviceId.success || !side.success) {
-  process.stderr.write("usage: tsx tools/revoke-device.ts --device <deviceId> [--side both|harness|os]\n");
-  process.exit(64);
-}
 const redis = new Redis(base.REDIS_URL, { maxRetriesPerRequest: 3 });
 const keys = new Keyspace(base.KEY_PREFIX);
 try {
-  const harness = side.data === "os" ? undefined : await revokeDevice(redis, keys, deviceId.data);
-  const os = side.data === "harness" ? undefined : await revokeLamp(redis, keys, deviceId.data);
-  process.stdout.write(`${JSON.stringify({ deviceId: deviceId.data, harness, os })}\n`);
+  const harness = side === "os" ? undefined : await revokeDevice(redis, keys, device);
+  const os = side === "harness" ? undefined : await revokeLamp(redis, keys, device);
+  process.stdout.write(`${JSON.stringify({ deviceId: device, harness, os })}\n`);
 } finally {
   redis.disconnect();
 }

@@ -1,17 +1,17 @@
 import { writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { runCampaign } from "./campaign.js";
 import { formatReport } from "./report.js";
+import { readCommandLine } from "../cli-args.js";
 
 /**
  * `npm run chaos -- --results N --seed S [--results-per-fault K] [--agent-replicas R] [--cancel-share P]
  *  [--outages O] [--outage-ms MS] [--voice-target-ttl-ms MS] [--run-deadline-grace-ms MS] [--drain-max-ms MS]
  *  [--json FILE] [--out DIR]`  (DIR keeps the service logs, received playbacks and run.update feeds; default
  *  .tmp/chaos/<seed>-<N>)
- * Exit 0 when every invariant holds, 1 when one fails, 2 on bad arguments or when the campaign itself broke.
+ * Exit 0 when every invariant holds, 1 when one fails, 2 when the campaign itself broke, 64 on a bad argument.
  */
 const argsSchema = z.object({
   results: z.coerce.number().int().min(1).max(100_000).default(200),
@@ -30,8 +30,33 @@ const argsSchema = z.object({
   out: z.string().min(1).optional(),
 });
 
+const HELP = [
+  "usage: npm run chaos -- [--results N] [--seed S] [options]",
+  "",
+  "The fault campaign: the whole stack as separate processes, engine-sim agents and chaos Lamps, with faults injected",
+  "(SIGKILLs, Redis restarts, Lamp outages); then every invariant is checked on the recorded history.",
+  "",
+  "  --results <n>                 engine results to produce (default 200)",
+  "  --seed <s>                    PRNG seed: the same seed plans the same campaign (default lampline)",
+  "  --results-per-fault <n>       results between injected faults (default 12)",
+  "  --agent-replicas <n>          engines per agent kind (default 1 below 300 results, else 3)",
+  "  --cancel-share <0..1>         share of requests the Lamp cancels (default 0.1)",
+  "  --outages <n>                 long Lamp outages (default one per 500 results)",
+  "  --outage-ms <ms>              length of a long outage (default 65000)",
+  "  --voice-target-ttl-ms <ms>    voice target lifetime (default 90000)",
+  "  --run-deadline-grace-ms <ms>  RUN_DEADLINE_GRACE_MS of the stack (default 15000)",
+  "  --drain-max-ms <ms>           how long to wait for every run to end (default 180000)",
+  "  --json <file>                 write the outcome as JSON",
+  "  --out <dir>                   service logs, playbacks, run.update feeds (default .tmp/chaos/<seed>-<N>)",
+  "  -h, --help                    this text",
+  "",
+  "Exit: 0 when every invariant holds, 1 when one fails, 2 when the campaign broke, 64 on a bad argument.",
+].join("\n");
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({
+  const args = readCommandLine({
+    name: "chaos",
+    help: HELP,
     options: {
       results: { type: "string" },
       seed: { type: "string" },
@@ -46,29 +71,24 @@ async function main(): Promise<number> {
       json: { type: "string" },
       out: { type: "string" },
     },
-    strict: true,
+    schema: argsSchema,
   });
-  const args = argsSchema.safeParse(values);
-  if (!args.success) {
-    console.error(`chaos: ${args.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("; ")}`);
-    return 2;
-  }
   const outcome = await runCampaign({
-    seed: args.data.seed,
-    results: args.data.results,
-    resultsPerFault: args.data["results-per-fault"],
-    drainMaxMs: args.data["drain-max-ms"],
-    agentReplicas: args.data["agent-replicas"] ?? (args.data.results < 300 ? 1 : 3),
-    cancelShare: args.data["cancel-share"],
-    outages: args.data.outages ?? Math.max(1, Math.round(args.data.results / 500)),
-    outageMs: args.data["outage-ms"],
-    voiceTargetTtlMs: args.data["voice-target-ttl-ms"],
-    runDeadlineGraceMs: args.data["run-deadline-grace-ms"],
-    artifactsDir: args.data.out ?? join(".tmp", "chaos", `${args.data.seed}-${args.data.results}`),
+    seed: args.seed,
+    results: args.results,
+    resultsPerFault: args["results-per-fault"],
+    drainMaxMs: args["drain-max-ms"],
+    agentReplicas: args["agent-replicas"] ?? (args.results < 300 ? 1 : 3),
+    cancelShare: args["cancel-share"],
+    outages: args.outages ?? Math.max(1, Math.round(args.results / 500)),
+    outageMs: args["outage-ms"],
+    voiceTargetTtlMs: args["voice-target-ttl-ms"],
+    runDeadlineGraceMs: args["run-deadline-grace-ms"],
+    artifactsDir: args.out ?? join(".tmp", "chaos", `${args.seed}-${args.results}`),
     log: (line) => console.error(`[chaos ${new Date().toISOString()}] ${line}`),
   });
   console.log(formatReport(outcome));
-  if (args.data.json) writeFileSync(args.data.json, JSON.stringify(outcome, null, 2));
+  if (args.json) writeFileSync(args.json, JSON.stringify(outcome, null, 2));
   return outcome.verdict.violations.length === 0 ? 0 : 1;
 }
 

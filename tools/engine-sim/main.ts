@@ -38,8 +38,9 @@ async function main(args: SimArgs): Promise<void> {
   await io.exit(0);
 }
 
+const commandLine = parseSimArgs(process.argv.slice(2));
 try {
-  await main(parseSimArgs(process.argv.slice(2)));
+  await main(commandLine);
 } catch (error) {
   process.stderr.write(`engine-sim: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(2);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseToolArgs } from "../cli-args.js";
+import { readCommandLine, type ToolCommandLine } from "../cli-args.js";
 import { replyRouteSchema } from "../../libs/contract/lamp-wire.js";
 
 const count = z.coerce.number().int().nonnegative();
@@ -30,34 +30,55 @@ const argsSchema = z
   });
 export type LampSimArgs = z.infer<typeof argsSchema>;
 
-export const USAGE = [
-  "usage: lamp-sim --url ws://host:port/v1/lamp/ws --token <jwt>",
-  "  [--say <text> --agent <id> --machine <id> [--route voice|display|silent] [--target <id>] [--expires-in-ms <n>]]",
-  "  [--script <steps.json>] [--out-dir <dir>] [--exit-after <playbacks>]",
-  "  [--drop-acks] [--disconnect-after-receive] [--reject] [--slow-ms <n>]",
+const HELP = [
+  "usage: lamp-sim --url ws://host:port/v1/lamp/ws --token <jwt> [options]",
+  "",
+  "A Lamp over the real WebSocket: says what it is told, plays each playback.start to a WAV (espeak-ng) or .txt file",
+  "and acks it. One JSON line per event on stdout; each run.update as a readable line on stderr.",
+  "",
+  "  --url <ws-url>               the device-gateway's Lamp socket (required)",
+  "  --token <jwt>                a device token: npm run -s token -- --device <id> (required)",
+  "  --say <text>                 one voice.request; needs --agent and --machine",
+  "  --agent <id> --machine <id>  where --say goes",
+  "  --route voice|display|silent reply route (default voice)",
+  "  --target <id>                voice target id (default lamp-sim-target)",
+  "  --expires-in-ms <n>          voice target expiry from now (default: the OS's VOICE_TARGET_TTL_MS)",
+  "  --script <steps.json>        a script of steps instead of --say (docs/playback.md)",
+  "  --out-dir <dir>              where spoken files go (default a temp dir)",
+  "  --exit-after <n>             exit 0 after n playbacks",
+  "  --drop-acks                  play but never ack (a lost ack)",
+  "  --disconnect-after-receive   drop the connection when a playback.start arrives",
+  "  --reject                     ack every playback.start `rejected`",
+  "  --slow-ms <n>                wait n ms before acking `started`",
+  "  -h, --help                   this text",
+  "",
+  "Exit: 0 after --exit-after playbacks or SIGTERM; 1 when the OS closed the connection; 2 when the connection was",
+  "refused or a script could not be read; 64 on a bad argument.",
 ].join("\n");
 
+export const lampSimCommandLine: ToolCommandLine<typeof argsSchema> = {
+  name: "lamp-sim",
+  help: HELP,
+  options: {
+    url: { type: "string" },
+    token: { type: "string" },
+    say: { type: "string" },
+    agent: { type: "string" },
+    machine: { type: "string" },
+    route: { type: "string" },
+    target: { type: "string" },
+    "expires-in-ms": { type: "string" },
+    script: { type: "string" },
+    "out-dir": { type: "string" },
+    "drop-acks": { type: "boolean" },
+    "disconnect-after-receive": { type: "boolean" },
+    reject: { type: "boolean" },
+    "slow-ms": { type: "string" },
+    "exit-after": { type: "string" },
+  },
+  schema: argsSchema,
+};
+
 export function parseLampSimArgs(argv: string[]): LampSimArgs {
-  return parseToolArgs(
-    argv,
-    {
-      url: { type: "string" },
-      token: { type: "string" },
-      say: { type: "string" },
-      agent: { type: "string" },
-      machine: { type: "string" },
-      route: { type: "string" },
-      target: { type: "string" },
-      "expires-in-ms": { type: "string" },
-      script: { type: "string" },
-      "out-dir": { type: "string" },
-      "drop-acks": { type: "boolean" },
-      "disconnect-after-receive": { type: "boolean" },
-      reject: { type: "boolean" },
-      "slow-ms": { type: "string" },
-      "exit-after": { type: "string" },
-    },
-    argsSchema,
-    USAGE,
-  );
+  return readCommandLine(lampSimCommandLine, argv);
 }

@@ -53,8 +53,9 @@ async function main(args: LampSimArgs): Promise<number> {
   return sim.exited;
 }
 
+const commandLine = parseLampSimArgs(process.argv.slice(2));
 try {
-  process.exit(await main(parseLampSimArgs(process.argv.slice(2))));
+  process.exit(await main(commandLine));
 } catch (error) {
   emit("error", { message: error instanceof Error ? error.message : String(error) });
   process.stderr.write(`lamp-sim: ${error instanceof Error ? error.message : String(error)}\n`);
