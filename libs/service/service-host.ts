@@ -7,7 +7,7 @@ import { HealthRegistry } from "../http/health.js";
 import { answerUnavailableWhileRedisDown } from "../http/redis-unavailable.js";
 import { createServiceServer } from "../http/service-server.js";
 import { createLogger } from "../logging/logger.js";
-import { createMetricsRegistry } from "../metrics/registry.js";
+import { ProcessMetrics } from "../metrics/process-metrics.js";
 import { errorMessage } from "../errors/error-message.js";
 import type { Logger } from "../logging/logger.js";
 import { RedisConnections } from "../redis/connections.js";
@@ -65,7 +65,7 @@ export async function hostServices(
 
   const outageLog = new OutageLogFilter();
   const log = createLogger(processName, base.LOG_LEVEL, outageLog.hooks);
-  const metrics = createMetricsRegistry();
+  const metrics = new ProcessMetrics(processName);
   const health = new HealthRegistry();
   const connections = new RedisConnections(base.REDIS_URL, log, {
     commandTimeoutMs: settings.REDIS_COMMAND_TIMEOUT_MS,
@@ -85,7 +85,7 @@ export async function hostServices(
       env,
       base,
       log: log.child({ component: definition.name }),
-      metrics,
+      metrics: metrics.forService(definition.name),
       health,
       connections,
       keys,

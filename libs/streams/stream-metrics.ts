@@ -87,8 +87,12 @@ export class StreamMetrics {
     return metrics;
   }
 
+  /** Starts reporting the group; its counters exist at 0 from here, so the first entry is seen by `increase()`. */
   watch(group: WatchedGroup): void {
     this.watched.set(`${group.streamKey}|${group.group}`, group);
+    const labels = labelsOf(group);
+    for (const counter of [this.processed, this.failed, this.deadLettered]) counter.inc(labels, 0);
+    this.duration.zero(labels);
   }
 }
 

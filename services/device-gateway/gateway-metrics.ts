@@ -1,8 +1,17 @@
-import { Counter, Gauge } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 
-/** The device-gateway's series, built once per registry (the all-in-one process shares one registry). */
-export const deviceGatewayMetrics = perRegistry((registry) => ({
+const LAMP_FRAME_TYPES = ["voice.request", "voice.cancel", "playback.ack", "playback.repeat"] as const;
+
+/** The device-gateway's series, built once per registry; each Lamp frame type's ok/error counts start at 0. */
+export const deviceGatewayMetrics = perRegistry((registry) => {
+  const metrics = gatewaySeries(registry);
+  for (const type of LAMP_FRAME_TYPES)
+    for (const result of ["ok", "error"]) metrics.frames.inc({ type, result }, 0);
+  return metrics;
+});
+
+const gatewaySeries = (registry: Registry) => ({
   frames: new Counter({
     name: "os_lamp_frames_total",
     help: "Frames received from Lamps, by type and result",
@@ -20,5 +29,5 @@ export const deviceGatewayMetrics = perRegistry((registry) => ({
     help: "run.update frames written to Lamp sockets (live and replayed)",
     registers: [registry],
   }),
-}));
+});
 export type DeviceGatewayMetrics = ReturnType<typeof deviceGatewayMetrics>;

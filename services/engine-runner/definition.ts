@@ -21,6 +21,7 @@ export const engineRunnerService = defineService({
 
   async start(ctx, { config, machineId, agents }) {
     const metrics = RunnerMetrics.of(ctx.metrics);
+    metrics.initialiseAgents(agents.map((agent) => agent.agentId));
     const deps = {
       redis: ctx.connections.command,
       keys: ctx.keys,

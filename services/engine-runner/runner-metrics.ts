@@ -71,4 +71,14 @@ export class RunnerMetrics {
   }
 
   static readonly of = perRegistry((registry) => new RunnerMetrics(registry));
+
+  /** The hosted agents' records, restarts and undeliverable inputs exist at 0 from start. */
+  initialiseAgents(agentIds: readonly string[]): void {
+    for (const agent of agentIds) {
+      for (const direction of ["inbound", "outbound", "handed_over", "undeliverable", "lifecycle"])
+        this.recordsAppended.inc({ agent, direction }, 0);
+      this.engineRestarts.inc({ agent }, 0);
+      this.inputsWaiting.inc({ agent }, 0);
+    }
+  }
 }

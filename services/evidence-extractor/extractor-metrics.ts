@@ -1,4 +1,6 @@
-import { Counter } from "prom-client";
+import { Counter, type Registry } from "prom-client";
+import { engineKindSchema } from "../../libs/contract/engine.js";
+import { harnessEvidenceSchema } from "../../libs/contract/pipeline-payloads.js";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 export interface ExtractorMetrics {
@@ -8,7 +10,19 @@ export interface ExtractorMetrics {
   bindingConflicts: Counter;
 }
 
-export const extractorMetrics = perRegistry((registry): ExtractorMetrics => ({
+const RECORD_STATUSES = ["applied", "redelivered", "out_of_order", "superseded_race"] as const;
+
+/** Built once per registry; records by engine × status and evidence by kind start at 0. */
+export const extractorMetrics = perRegistry((registry): ExtractorMetrics => {
+  const metrics = extractorSeries(registry);
+  for (const engine of engineKindSchema.options)
+    for (const status of RECORD_STATUSES) metrics.records.inc({ engine, status }, 0);
+  for (const kind of harnessEvidenceSchema.options.map((option) => option.shape.kind.value))
+    metrics.evidence.inc({ kind }, 0);
+  return metrics;
+});
+
+const extractorSeries = (registry: Registry): ExtractorMetrics => ({
   records: new Counter({
     name: "evidence_extractor_records_total",
     help: "engine.records handled, by engine and status (applied, redelivered, out_of_order, superseded_race).",
@@ -32,4 +46,4 @@ export const extractorMetrics = perRegistry((registry): ExtractorMetrics => ({
     help: "Identity bindings found with different content on reprocessing (kept as first written).",
     registers: [registry],
   }),
-}));
+});

@@ -1,4 +1,5 @@
-import { Counter, Gauge } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
+import { harnessErrorCodeSchema } from "../../libs/contract/harness-wire.js";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 export interface GatewayMetrics {
@@ -9,7 +10,21 @@ export interface GatewayMetrics {
   sessions: Gauge;
 }
 
+/** The requests a peer can get an error answer to, and what a reservation can end as. */
+const REQUEST_OPS = ["hello", "turn.send", "turn.stop", "receipt.get"] as const;
+const RESERVATION_STATUSES = ["accepted", "duplicate", "conflict", "backpressure", "revoked"] as const;
+
+/** Built once per registry; rejections by op × code and reservations by op × status start at 0. */
 export const gatewayMetrics = perRegistry((registry): GatewayMetrics => {
+  const metrics = gatewaySeries(registry);
+  for (const op of REQUEST_OPS)
+    for (const code of harnessErrorCodeSchema.options) metrics.rejected.inc({ op, code }, 0);
+  for (const operation of ["turn.send", "turn.stop"])
+    for (const status of RESERVATION_STATUSES) metrics.reservations.inc({ operation, status }, 0);
+  return metrics;
+});
+
+function gatewaySeries(registry: Registry): GatewayMetrics {
   const registers = [registry];
   return {
     rejected: new Counter({
@@ -42,4 +57,4 @@ export const gatewayMetrics = perRegistry((registry): GatewayMetrics => {
       registers,
     }),
   };
-});
+}

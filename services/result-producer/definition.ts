@@ -1,5 +1,6 @@
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import { CompletionMarks } from "../../libs/metrics/completion-marks.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
@@ -19,6 +20,7 @@ export const resultProducerService = defineService({
       identity: new InstanceIdentity(redis, ctx.keys),
       config,
       log: ctx.log,
+      completions: new CompletionMarks(redis, ctx.keys),
       ...producerMetrics(ctx.metrics),
     });
     const consumer = await startServiceConsumer(ctx, {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Counter } from "prom-client";
 import type { HarnessEvidence } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
+import type { CompletionMarks } from "../../libs/metrics/completion-marks.js";
 import type { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
 import type { ProducerConfig } from "./config.js";
 import type { DeviceLedger, LedgerAnswer } from "./device-ledger.js";
@@ -17,6 +18,7 @@ export interface EvidenceHandlerDeps {
   log: Logger;
   applied: Counter<"kind" | "status">;
   withheld: Counter<"reason">;
+  completions: CompletionMarks;
 }
 
 /**
@@ -96,7 +98,8 @@ export class EvidenceHandler {
     }
     const deviceId = evidence.members[0]?.deviceId as string;
     const resultId = randomUUID();
-    const built = buildResultPayload(evidence, await this.deps.identity.current(), resultId);
+    const serverInstanceId = await this.deps.identity.current();
+    const built = buildResultPayload(evidence, serverInstanceId, resultId);
     if (!built.ok) {
       this.deps.log.warn({ evidenceId: evidence.evidenceId, ...built.withheld }, "result withheld");
       const { code, message } = built.withheld;
@@ -116,6 +119,8 @@ export class EvidenceHandler {
       resultCapacity: this.deps.config.RECEIPT_CAPACITY,
       resultRetentionMs: this.deps.config.RESULT_RETENTION_SECONDS * 1000,
     };
+    // Marked before it is applied: a redelivery after a crash between the two applies nothing new and marks nothing.
+    await this.deps.completions.record(serverInstanceId, resultId, evidence.observedAt);
     return [await this.deps.ledger.apply(deviceId, "result", evidence.evidenceId, args)];
   }
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from "prom-client";
+import { OS_END_REASONS } from "../../libs/contract/run-update.js";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 import { rejectedEventsCounter } from "../../libs/os-store/rejection-metrics.js";
 
@@ -40,6 +41,7 @@ export class RouterMetrics {
       labelNames: ["reason"],
       registers,
     });
+    for (const reason of Object.values(OS_END_REASONS)) this.runDeadlines.inc({ reason }, 0);
     this.sessions = new Gauge({
       name: "os_router_sessions",
       help: "Device Harness sessions this router replica holds",

@@ -1,6 +1,7 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
+import { CompletionMarks } from "../../libs/metrics/completion-marks.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
@@ -22,7 +23,7 @@ export const ttsDispatcherService = defineService({
     const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
     const store = new PlaybackStore(ctx.connections.command, ctx.keys);
     const crashPoint = new CrashPoint(config, ctx.connections.command, ctx.keys);
-    const prefix = `${ctx.keys.prefix}:bull`;
+    const prefix = ctx.keys.bullPrefix;
     const queue = new PlaybackQueue({
       connection: ctx.connections.blocking("lamp-playback/queue"),
       prefix,
@@ -32,6 +33,7 @@ export const ttsDispatcherService = defineService({
     });
     queue.queue.on("error", (error) => ctx.log.warn({ err: errorMessage(error) }, "playback queue error"));
     metrics.watchQueue(() => queue.counts());
+    metrics.watchCompletions(new CompletionMarks(ctx.connections.command, ctx.keys));
     const speech = { speechMaxChars: config.SPEECH_MAX_CHARS };
     const dispatcher = new ResultDispatcher({
       reader,

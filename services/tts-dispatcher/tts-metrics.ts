@@ -1,8 +1,29 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { PlaybackKind, PlaybackReason, PlaybackState } from "../../libs/contract/os-playback.js";
+import {
+  playbackKindSchema,
+  playbackStateSchema,
+  type PlaybackKind,
+  type PlaybackReason,
+  type PlaybackState,
+} from "../../libs/contract/os-playback.js";
+import type { CompletionMarks } from "../../libs/metrics/completion-marks.js";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 
-/** Outbox transitions, suppressions, Lamp events ignored, and the playback queue's job counts (read at scrape). */
+/** The reasons a result or playback ends `suppressed` (the rest of playbackReasonSchema end `failed`/`uncertain`). */
+const SUPPRESSION_REASONS = [
+  "expired",
+  "not_voice_route",
+  "cancelled",
+  "mixed_destinations",
+  "failed_result",
+  "cancelled_result",
+] as const satisfies readonly PlaybackReason[];
+
+/**
+ * Outbox transitions, suppressions, Lamp events ignored, the playback queue's job counts (read at scrape), and the
+ * end-to-end latency from the engine's completion record to `playback.start`. Every series with known label values
+ * exists at 0 from start, so `increase()` sees the first event and no panel is blank before it.
+ */
 export class TtsMetrics {
   static readonly of = perRegistry((registry) => new TtsMetrics(registry));
 
@@ -13,6 +34,9 @@ export class TtsMetrics {
   readonly playbackStarts: Counter<"kind">;
   readonly ackWait: Histogram<"outcome">;
   readonly lampWakes: Counter<"outcome">;
+  readonly completionToPlaybackStart: Histogram<"kind">;
+  readonly unmeasuredLatency: Counter<"reason">;
+  private completions: CompletionMarks | undefined;
   private queueCounts: (() => Promise<Record<string, number>>) | undefined;
 
   private constructor(registry: Registry) {
@@ -59,6 +83,20 @@ export class TtsMetrics {
       labelNames: ["outcome"],
       registers: [registry],
     });
+    this.completionToPlaybackStart = new Histogram({
+      name: "lampline_completion_to_playback_start_seconds",
+      help: "End to end: from the engine's completion record (runner receipt time) to the first playback.start of its answer or failure notice.",
+      labelNames: ["kind"],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers: [registry],
+    });
+    this.unmeasuredLatency = new Counter({
+      name: "lampline_completion_latency_unmeasured_total",
+      help: "playback.start of an answer or notice whose completion mark was absent (expired, other Redis) or unreadable.",
+      labelNames: ["reason"],
+      registers: [registry],
+    });
+    this.initialise();
     const queueCounts = () => this.queueCounts?.();
     new Gauge({
       name: "tts_playback_queue_jobs",
@@ -69,6 +107,39 @@ export class TtsMetrics {
         for (const [state, count] of Object.entries((await queueCounts()) ?? {})) this.set({ state }, count);
       },
     });
+  }
+
+  private initialise(): void {
+    for (const state of playbackStateSchema.options) {
+      this.outboxTransitions.inc({ state }, 0);
+      for (const kind of playbackKindSchema.options) this.playbackTransitions.inc({ kind, state }, 0);
+    }
+    for (const kind of playbackKindSchema.options) this.playbackStarts.inc({ kind }, 0);
+    for (const reason of SUPPRESSION_REASONS) this.suppressions.inc({ reason }, 0);
+    for (const kind of ["answer", "notice"]) this.completionToPlaybackStart.zero({ kind });
+    for (const reason of ["absent", "unreadable"]) this.unmeasuredLatency.inc({ reason }, 0);
+    for (const outcome of ["played", "uncertain", "failed", "timeout"]) this.ackWait.zero({ outcome });
+  }
+
+  watchCompletions(marks: CompletionMarks): void {
+    this.completions = marks;
+  }
+
+  /**
+   * A playback.start was written. For an answer or notice, the end-to-end latency is observed from its result's
+   * completion mark, off the send path: a measurement never delays or fails a playback.
+   */
+  recordPlaybackStart(playback: { kind: PlaybackKind; resultKey: string }, sentAt: number): void {
+    this.playbackStarts.inc({ kind: playback.kind });
+    if (playback.kind === "repeat" || this.completions === undefined) return;
+    const { kind } = playback;
+    this.completions.completedAt(playback.resultKey).then(
+      (completedAt) => {
+        if (completedAt === undefined) this.unmeasuredLatency.inc({ reason: "absent" });
+        else this.completionToPlaybackStart.observe({ kind }, Math.max(0, sentAt - completedAt) / 1000);
+      },
+      () => this.unmeasuredLatency.inc({ reason: "unreadable" }),
+    );
   }
 
   watchQueue(counts: () => Promise<Record<string, number>>): void {

@@ -155,7 +155,7 @@ export class PlaybackWorker {
       },
       sentAt,
     });
-    metrics.playbackStarts.inc({ kind: playback.kind });
+    metrics.recordPlaybackStart(playback, sentAt);
     await crashPoint.reach("tts-dispatcher.mid-send");
     const state = await this.awaitAck(playback.deviceId, playback.playbackId, sentAt);
     metrics.ackWait.observe(
