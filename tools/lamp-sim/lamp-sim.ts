@@ -55,8 +55,16 @@ export class LampSim {
   readonly exited = new Promise<number>((resolve) => (this.resolveExit = resolve));
   lastRunId: string | undefined;
   lastResultId: string | undefined;
+  private faults: LampFaults;
 
-  constructor(private readonly options: LampSimOptions) {}
+  constructor(private readonly options: LampSimOptions) {
+    this.faults = { ...options.faults };
+  }
+
+  /** Changes how the Lamp misbehaves from the next frame on (the demo loses one playback's acks on purpose). */
+  setFaults(faults: Partial<LampFaults>): void {
+    this.faults = { ...this.faults, ...faults };
+  }
 
   connect(): Promise<void> {
     const { url, token, emit } = this.options;
@@ -98,12 +106,14 @@ export class LampSim {
     return requestId;
   }
 
-  repeat(resultId: string): void {
+  repeat(resultId: string): string {
+    const requestId = randomUUID();
     this.send({
       type: "playback.repeat",
-      requestId: randomUUID(),
+      requestId,
       resultId: this.resolveLast(resultId, this.lastResultId),
     });
+    return requestId;
   }
 
   cancel(runId: string): void {
@@ -160,7 +170,8 @@ export class LampSim {
   }
 
   private async onPlaybackStart(frame: PlaybackStart): Promise<void> {
-    const { faults, speaker, emit, exitAfter } = this.options;
+    const { speaker, emit, exitAfter } = this.options;
+    const faults = this.faults;
     this.playbacks += 1;
     this.lastResultId = frame.resultId;
     for (const waiter of this.waiters.filter((candidate) => candidate.count <= this.playbacks)) {
@@ -185,7 +196,7 @@ export class LampSim {
   }
 
   private ack(playbackId: string, state: "started" | "finished" | "rejected"): void {
-    if (this.options.faults.dropAcks) {
+    if (this.faults.dropAcks) {
       this.options.emit("ack.dropped", { playbackId, state });
       return;
     }

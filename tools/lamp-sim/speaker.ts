@@ -11,16 +11,17 @@ const run = promisify(execFile);
  * as a child process, so the Lamp's socket (and its `started` ack) is never held up while it speaks.
  */
 export class Speaker {
-  private readonly espeak: boolean;
+  /** True when espeak-ng is installed: utterances become WAV files, else text files. */
+  readonly writesWav: boolean;
 
   constructor(private readonly outDir: string) {
     mkdirSync(outDir, { recursive: true });
-    this.espeak = spawnSync("espeak-ng", ["--version"], { stdio: "ignore" }).status === 0;
+    this.writesWav = spawnSync("espeak-ng", ["--version"], { stdio: "ignore" }).status === 0;
   }
 
   async play(playbackId: string, text: string): Promise<string> {
     const safeName = playbackId.replace(/[^A-Za-z0-9_.-]/g, "_");
-    if (this.espeak) {
+    if (this.writesWav) {
       const file = join(this.outDir, `${safeName}.wav`);
       const spoken = await run("espeak-ng", ["-w", file, text]).then(
         () => true,
