@@ -1,0 +1,31 @@
+import { Redis } from "ioredis";
+import { z } from "zod";
+import { parseConfig } from "../../libs/config/load-config.js";
+import { exitOnStartupError } from "../../libs/service/service-host.js";
+import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
+import { consumerGroups } from "./k8s/consumer-groups.js";
+
+/**
+ * Init container of every consumer Deployment: creates each consumer group of the catalog (idempotent, MKSTREAM)
+ * before the pod starts, so the KEDA scalers that read `XINFO GROUPS` / `XPENDING` find their groups from the first
+ * rollout on, whichever service starts first.
+ */
+const envSchema = z.object({
+  REDIS_URL: z.string().min(1),
+  KEY_PREFIX: z.string().min(1).default("ll"),
+  MACHINE_ID: z.string().min(1),
+});
+
+try {
+  const env = parseConfig(envSchema, process.env);
+  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 3, lazyConnect: true });
+  await redis.connect();
+  const groups = consumerGroups(env.KEY_PREFIX, env.MACHINE_ID);
+  for (const { streamKey, group } of groups) await ensureConsumerGroup(redis, streamKey, group);
+  await redis.quit();
+  process.stdout.write(
+    `stream groups ready: ${groups.map((entry) => `${entry.stream}/${entry.group}`).join(", ")}\n`,
+  );
+} catch (error) {
+  exitOnStartupError(error);
+}
