@@ -156,7 +156,7 @@ describe("router: any mismatch or unresolved member rejects the whole event, not
     await push({ ...event, eventId: event.eventId + 50 });
     expect(await rejectionsOf(t, DEVICE)).toHaveLength(1);
     const metrics = await (await fetch(`${services.url}/metrics`)).text();
-    expect(metrics).toContain('os_rejected_events_total{reason="UNKNOWN_MEMBER"} 1');
+    expect(metrics).toMatch(/^os_rejected_events_total\{reason="UNKNOWN_MEMBER",service="router"\} 1$/m);
   });
 });
 
@@ -176,7 +176,9 @@ describe("run-resolver: dedupe by (device, serverInstanceId, resultId) with the 
     ).toEqual(stored);
     expect(await streamLength(t, STREAMS.osResolved.name)).toBe(1);
     const metrics = await (await fetch(`${services.url}/metrics`)).text();
-    expect(metrics).toContain('os_protocol_errors_total{code="RESULT_CONTENT_CHANGED"} 1');
+    expect(metrics).toMatch(
+      /^os_protocol_errors_total\{code="RESULT_CONTENT_CHANGED",service="run-resolver"\} 1$/m,
+    );
   });
 
   it("changed membership under the same resultId is a protocol error; the unlisted run stays pending", async () => {
