@@ -8,8 +8,10 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from "fastify";
+import { z } from "zod";
 import type { Registry } from "prom-client";
 import type { Logger } from "../logging/logger.js";
+import { describeRoutes, textResponse } from "./api-docs.js";
 import type { HealthRegistry } from "./health.js";
 import { redisUnavailableAnswer } from "./redis-unavailable.js";
 
@@ -28,6 +30,7 @@ export async function createServiceServer(options: {
     clientErrorHandler: answerClientError,
   });
   await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  await describeRoutes(server);
   // Every error answer has the one shape the APIs document, `{error: {code, message}}`, including Fastify's own.
   server.setNotFoundHandler((request, reply) =>
     reply.code(404).send(errorBody(404, `no route ${request.method} ${request.url}`)),
@@ -41,18 +44,44 @@ export async function createServiceServer(options: {
       .code(status)
       .send(errorBody(status, status >= 500 ? "internal error" : (error.message ?? "")));
   });
-  server.get("/healthz", async (_request, reply) => {
-    const report = options.health.live();
-    return reply.code(report.ok ? 200 : 503).send(report);
-  });
-  server.get("/readyz", async (_request, reply) => {
-    const report = await options.health.ready();
-    return reply.code(report.ok ? 200 : 503).send(report);
-  });
-  server.get("/metrics", async (_request, reply) => {
+  server.get(
+    "/healthz",
+    { schema: probeSchema("Liveness: the event loop turns and every loop is alive") },
+    async (_request, reply) => {
+      const report = options.health.live();
+      return reply.code(report.ok ? 200 : 503).send(report);
+    },
+  );
+  server.get(
+    "/readyz",
+    { schema: probeSchema("Readiness: Redis answers, groups exist, agents run") },
+    async (_request, reply) => {
+      const report = await options.health.ready();
+      return reply.code(report.ok ? 200 : 503).send(report);
+    },
+  );
+  const metricsSchema = {
+    summary: "Prometheus metrics of this process",
+    tags: ["probes"],
+    response: { 200: textResponse("text/plain", "Prometheus text exposition format") },
+  };
+  server.get("/metrics", { schema: metricsSchema }, async (_request, reply) => {
     return reply.header("content-type", options.metrics.contentType).send(await options.metrics.metrics());
   });
   return server;
+}
+
+const probeReportSchema = z.object({ ok: z.boolean(), checks: z.record(z.string(), z.boolean()) });
+
+function probeSchema(summary: string) {
+  return {
+    summary,
+    tags: ["probes"],
+    response: {
+      200: probeReportSchema.describe("every check passed"),
+      503: probeReportSchema.describe("some check failed"),
+    },
+  };
 }
 
 /** The code of an error answer by its HTTP status; a 4xx without its own code is INVALID_REQUEST. */

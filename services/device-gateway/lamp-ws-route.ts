@@ -15,8 +15,20 @@ import type { LampAuthenticator } from "./principal.js";
 import type { RunUpdateFeed } from "./run-update-feed.js";
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
+import { z } from "zod";
+import { BEARER, errorResponses } from "../../libs/http/api-docs.js";
 
 export const LAMP_WS_PATH = "/v1/lamp/ws";
+
+const lampUpgradeSchema = {
+  summary: 'The Lamp WebSocket (docs/wire-protocol.md "Lamp WebSocket"); device tokens only',
+  tags: ["websocket"],
+  security: BEARER,
+  response: {
+    101: z.null().describe("switching to the WebSocket protocol"),
+    ...errorResponses({ 401: "no valid device token (REVOKED for a revoked device's older token)" }),
+  },
+};
 
 /**
  * `GET /v1/lamp/ws`: a device token is checked before the upgrade (401 otherwise); each socket's frames are answered
@@ -45,6 +57,7 @@ export function registerLampRoute(
     LAMP_WS_PATH,
     {
       websocket: true,
+      schema: lampUpgradeSchema,
       // Refused before the upgrade: an unauthenticated client never gets a socket.
       preValidation: async (request, reply) => {
         const authentication = await auth.authenticate(request);

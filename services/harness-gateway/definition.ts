@@ -13,6 +13,8 @@ import { gatewayMetrics } from "./metrics.js";
 import { sweepUndispatched } from "./reservations/dispatch-sweep.js";
 import { ReservationStore } from "./reservations/reservation-store.js";
 import { registerAdminRoutes } from "./revocation/admin-routes.js";
+import { harnessOperatorGate } from "./operator-gate.js";
+import { serveApiDocs } from "../../libs/http/api-docs.js";
 import { DeviceEventLog } from "./store/event-log.js";
 import { eventsChannel, revocationsChannel } from "../../libs/harness-store/harness-keys.js";
 import { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
@@ -78,7 +80,9 @@ export const harnessGatewayService = defineService({
         log: ctx.log,
       },
     });
-    registerAdminRoutes(ctx.http, redis, ctx.keys, config.HARNESS_JWT_SECRET);
+    const operators = harnessOperatorGate(config.HARNESS_JWT_SECRET);
+    registerAdminRoutes(ctx.http, redis, ctx.keys, operators);
+    await serveApiDocs(ctx.http, operators);
 
     const sweep = () =>
       sweepUndispatched(redis, ctx.keys, reservations, config.DISPATCH_SWEEP_MIN_AGE_MS, ctx.log);

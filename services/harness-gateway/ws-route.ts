@@ -3,12 +3,25 @@ import type { Redis } from "ioredis";
 import { keepSocketAlive } from "../../libs/http/socket-keepalive.js";
 import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { z } from "zod";
+import { BEARER, errorResponses } from "../../libs/http/api-docs.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { HarnessSession, type SessionDeps, type SessionPrincipal } from "./transport/harness-session.js";
 import { authenticatePeer } from "./transport/peer-auth.js";
 import type { SessionRegistry } from "./transport/session-registry.js";
 
 export const HARNESS_WS_PATH = "/v1/harness/ws";
+
+const harnessUpgradeSchema = {
+  summary:
+    'The Harness WebSocket (docs/wire-protocol.md "Harness WebSocket"); OS peer tokens (aud harness, role os)',
+  tags: ["websocket"],
+  security: BEARER,
+  response: {
+    101: z.null().describe("switching to the WebSocket protocol"),
+    ...errorResponses({ 401: "no valid Harness peer token (REVOKED for a revoked device's older token)" }),
+  },
+};
 
 /**
  * `GET /v1/harness/ws`: the bearer token is checked before the upgrade; a refused peer gets 401, never 5xx. A
@@ -24,6 +37,7 @@ export function registerHarnessRoute(
     HARNESS_WS_PATH,
     {
       websocket: true,
+      schema: harnessUpgradeSchema,
       preValidation: async (request, reply) => {
         const peer = await authenticatePeer(
           options.redis,

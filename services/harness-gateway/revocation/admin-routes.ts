@@ -1,8 +1,32 @@
 import type { FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
-import { AuthError, bearerToken, deviceIdSchema, verifyToken } from "../../../libs/auth/tokens.js";
+import { z } from "zod";
+import { deviceIdSchema } from "../../../libs/auth/tokens.js";
+import { BEARER, errorResponses } from "../../../libs/http/api-docs.js";
+import type { OperatorGate } from "../../../libs/http/operator-gate.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { revokeDevice } from "./device-revocation.js";
+
+const revokeDeviceSchema = {
+  summary:
+    "Revoke a device on the Harness: its receipts, results and event log are deleted (Harness operators)",
+  tags: ["admin"],
+  security: BEARER,
+  params: z.object({ deviceId: deviceIdSchema }),
+  response: {
+    200: z.object({
+      deviceId: z.string(),
+      reservations: z.number().int(),
+      results: z.number().int(),
+      events: z.number().int(),
+    }),
+    ...errorResponses({
+      400: "malformed deviceId",
+      401: "no valid Harness token",
+      403: "the token is not an operator's",
+    }),
+  },
+};
 
 /**
  * `DELETE /v1/admin/devices/:deviceId`: operators only (aud `harness`, role `operator`, HARNESS_JWT_SECRET); 401
@@ -12,23 +36,19 @@ export function registerAdminRoutes(
   http: FastifyInstance,
   redis: Redis,
   keys: Keyspace,
-  secret: string,
+  operators: OperatorGate,
 ): void {
-  http.delete<{ Params: { deviceId: string } }>("/v1/admin/devices/:deviceId", async (request, reply) => {
-    const token = bearerToken(request.headers.authorization);
-    if (!token)
-      return reply.code(401).send({ error: { code: "UNAUTHORIZED", message: "missing bearer token" } });
-    try {
-      const principal = await verifyToken(secret, token, "harness");
-      if (principal.role !== "operator")
-        return reply.code(403).send({ error: { code: "FORBIDDEN", message: "operator role required" } });
-    } catch (error) {
-      const message = error instanceof AuthError ? error.message : "invalid token";
-      return reply.code(401).send({ error: { code: "UNAUTHORIZED", message } });
-    }
-    const deviceId = deviceIdSchema.safeParse(request.params.deviceId);
-    if (!deviceId.success)
-      return reply.code(400).send({ error: { code: "INVALID_REQUEST", message: "malformed deviceId" } });
-    return reply.code(200).send(await revokeDevice(redis, keys, deviceId.data));
-  });
+  http.delete<{ Params: { deviceId: string } }>(
+    "/v1/admin/devices/:deviceId",
+    { schema: revokeDeviceSchema },
+    async (request, reply) => {
+      const verdict = await operators(request);
+      if (!verdict.admitted)
+        return reply.code(verdict.status).send({ error: { code: verdict.code, message: verdict.message } });
+      const deviceId = deviceIdSchema.safeParse(request.params.deviceId);
+      if (!deviceId.success)
+        return reply.code(400).send({ error: { code: "INVALID_REQUEST", message: "malformed deviceId" } });
+      return reply.code(200).send(await revokeDevice(redis, keys, deviceId.data));
+    },
+  );
 }
