@@ -103,6 +103,11 @@ export class OsDeviceKeys {
     return `${this.base}:lease`;
   }
 
+  /** The router's account of the device's Harness session (libs/os-store/harness-session-record.ts). */
+  get harnessSession(): string {
+    return `${this.base}:harness-session`;
+  }
+
   /** The Harness transport resume point `{serverInstanceId, cursor}`. */
   get cursor(): string {
     return `${this.base}:cursor`;

@@ -39,6 +39,11 @@ export class Keyspace {
     return this.key("os", "lamp-gateway", gatewayInstanceId, "alive");
   }
 
+  /** The key prefix BullMQ queues use (`<prefix>:bull`): the playback worker's and the console's board's. */
+  get bullPrefix(): string {
+    return `${this.prefix}:bull`;
+  }
+
   /** Any other key: prefix plus parts. */
   key(...parts: string[]): string {
     return [this.prefix, ...parts].join(":");

@@ -19,8 +19,9 @@ import { ReceiptWaiters } from "./receipt-waiters.js";
 import { RunRegistration } from "./run-registration.js";
 import { RunUpdateFeed } from "./run-update-feed.js";
 import { StreamTail } from "../../libs/streams/stream-tail.js";
+import { startOperatorConsole } from "./console/operator-console.js";
 
-/** The Lamp WebSocket, run registration, playback delivery and acks, and the OS query API. */
+/** The Lamp WebSocket, run registration, playback delivery and acks, the OS query API and the operator console. */
 export const deviceGatewayService = defineService({
   name: "device-gateway",
   config: (env) => parseConfig(deviceGatewayConfigSchema, env),
@@ -109,13 +110,16 @@ export const deviceGatewayService = defineService({
       keepalive: { pingIntervalMs: config.WS_PING_INTERVAL_MS, pongTimeoutMs: config.WS_PONG_TIMEOUT_MS },
       log: ctx.log,
     });
-    registerOsApi(ctx.http, new OsQueries(redis, ctx.keys), auth);
+    const queries = new OsQueries(redis, ctx.keys);
+    registerOsApi(ctx.http, queries, auth);
     registerLampAdminRoutes(ctx.http, redis, ctx.keys, auth);
+    const operatorConsole = await startOperatorConsole(ctx, queries, auth);
     ctx.log.info({ instanceId }, "device-gateway started");
 
     return {
       async stop() {
         updates.close();
+        await operatorConsole.stop();
         await connections.close();
         await replyTail.stop();
         await deliveryTail.stop();

@@ -16,10 +16,13 @@ export class LampAuthenticator {
   ) {}
 
   authenticate(request: FastifyRequest): Promise<BearerAuthentication> {
-    return authenticateBearer(
-      { audience: "os", secret: this.secret },
-      request.headers.authorization,
-      (deviceId) => lampRevokedAt(this.redis, this.keys, deviceId),
+    return this.authenticateAuthorization(request.headers.authorization);
+  }
+
+  /** The same check for a credential that arrived another way (the console's session cookie). */
+  authenticateAuthorization(authorization: string | undefined): Promise<BearerAuthentication> {
+    return authenticateBearer({ audience: "os", secret: this.secret }, authorization, (deviceId) =>
+      lampRevokedAt(this.redis, this.keys, deviceId),
     );
   }
 }

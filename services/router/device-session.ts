@@ -21,6 +21,7 @@ import { RouterStore, type BindOutcome } from "./router-store.js";
 import { receiptMayStillMove } from "./run-end-reason.js";
 import { RunDeadlines } from "./run-deadlines.js";
 import { sleep } from "../../libs/timing/sleep.js";
+import { SessionRecord } from "./session-record.js";
 
 export interface SessionDeps {
   deviceId: string;
@@ -52,11 +53,14 @@ export class DeviceSession {
   private loop: Promise<void> | undefined;
   private known = true;
   private readonly log: Logger;
+  private readonly record: SessionRecord;
 
   constructor(private readonly deps: SessionDeps) {
     const log = deps.log.child({ deviceId: deps.deviceId });
     this.log = log;
-    this.store = new RouterStore(deps.redis, new OsDeviceKeys(deps.keys, deps.deviceId), deps.leaseOwner);
+    const device = new OsDeviceKeys(deps.keys, deps.deviceId);
+    this.store = new RouterStore(deps.redis, device, deps.leaseOwner);
+    this.record = new SessionRecord(deps.redis, device, deps.leaseOwner, log);
     const crashPoint = new CrashPoint(deps.config, deps.redis, deps.keys);
     this.intake = new EventIntake(this.store, deps.redis, deps.keys, deps.metrics, crashPoint, log, {
       receiptBound: () => this.enqueue(() => this.intake.reevaluateWaiting()),
@@ -166,6 +170,7 @@ export class DeviceSession {
         throw new Error(`hello refused: ${hello.error.code} ${hello.error.message}`);
       }
       this.live = { link, transportInstanceId: hello.value.serverInstanceId };
+      await this.record.opened(hello.value);
       this.log.info(
         { transportInstanceId: hello.value.serverInstanceId, resumed: hello.value.resumed },
         "harness session open",
@@ -173,6 +178,7 @@ export class DeviceSession {
       this.enqueue(() => this.intake.reevaluateWaiting(), generation);
       void this.reconcile();
       await ended;
+      await this.record.closed();
     } finally {
       link.close();
     }
