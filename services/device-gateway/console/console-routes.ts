@@ -290,7 +290,7 @@ function registerPages(gated: FastifyInstance, deps: ConsoleDeps): void {
     },
     async (request, reply) => {
       const detail = await readResult(deps, request.params, reply);
-      return detail && reply.type(HTML).send(page(`Result ${detail.result.resultId}`, resultPanel(detail)));
+      return detail && reply.type(HTML).send(page("Result", resultPanel(detail)));
     },
   );
 }
