@@ -38,6 +38,8 @@ export interface StackOptions {
   label: string;
   /** engine-sim agents (scenario or corpus replay) hosted by the engine-runner. */
   agents: Array<Omit<EngineSimAgentOptions, "workDir" | "machineId">>;
+  /** Other engines the test builds in the stack's work dir (machine MACHINE), e.g. the real CLIs in a sandbox. */
+  engines?: Array<(workDir: string) => EngineSimAgent>;
   /** Extra environment for every service, e.g. a shorter PLAYBACK_ACK_TIMEOUT_MS. */
   env?: Record<string, string>;
   /** Redis to use (a private server for Redis-restart tests); the shared test Redis by default. */
@@ -70,6 +72,10 @@ export class E2EStack {
     const agents = new Map<string, EngineSimAgent>();
     for (const agent of options.agents) {
       agents.set(agent.agentId, engineSimAgent({ ...agent, machineId: MACHINE, workDir }));
+    }
+    for (const build of options.engines ?? []) {
+      const engine = build(workDir);
+      agents.set(engine.config.agentId, engine);
     }
     const agentsFile = writeAgentsFile(
       workDir,
