@@ -99,13 +99,16 @@ describe
           expect(run).toMatchObject({ state: "resolved", outcome: "completed", resultId: runB.resultId });
         const result = await probe.result(runB.resultId ?? "");
         expect(result?.members.map((member) => member.runId).sort()).toEqual([runA.runId, runB.runId].sort());
-        expect(result?.fullText).toBe("MERGED: Run the check. | Also say FOLDED.");
+        // Claude wraps a message sent mid-turn in its own words ("The user sent a new message while you were working").
+        expect(result?.fullText).toMatch(/^MERGED: Run the check\. \| (.|\n)*Also say FOLDED\./);
         const [utterance] = await lamp.waitForUtterances(1, 30_000);
         expect(utterance).toMatchObject({ resultId: runB.resultId });
         expect(lamp.utterances).toHaveLength(1);
         // The steered text reached the model within the same turn: with the tool's output, after A.
         const followUp = requestsOf(agentId).find((request) => request.sawToolResult);
-        expect(followUp?.userTexts).toEqual(["Run the check.", "Also say FOLDED."]);
+        expect(followUp?.userTexts).toHaveLength(2);
+        expect(followUp?.userTexts[0]).toBe("Run the check.");
+        expect(followUp?.userTexts[1]).toContain("Also say FOLDED.");
       });
 
     it("Claude: B sent while a plain reply streams is queued and answered as its own result", async () => {

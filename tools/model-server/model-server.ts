@@ -101,7 +101,7 @@ export class ScriptedModelServer {
         (!scripted.afterTool || conversation.sawToolResult),
     );
     if (index < 0) return DEFAULT_REPLY;
-    this.used.add(index);
+    if (!this.scenario.replies[index]?.always) this.used.add(index);
     return this.scenario.replies[index]?.reply ?? DEFAULT_REPLY;
   }
 }

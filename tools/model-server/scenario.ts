@@ -37,6 +37,8 @@ const scriptedReplySchema = z.strictObject({
   when: z.string().min(1).optional(),
   /** The reply answers only requests that carry a tool result (the turn's follow-up after a tool ran). */
   afterTool: z.boolean().default(false),
+  /** The reply is never used up: every matching request gets it (a model that keeps failing, whatever the retries). */
+  always: z.boolean().default(false),
   reply: replySchema,
 });
 export type ScriptedReply = z.infer<typeof scriptedReplySchema>;

@@ -8,7 +8,7 @@ import { contentText } from "./frame-fields.js";
 
 /**
  * Claude Code interactive transcript JSONL (tail mode). The boundary is a main-chain assistant row with
- * `stop_reason: end_turn`; its members are the human root prompt and the human `queued_command` attachments on
+ * `stop_reason: end_turn`; its members are the human root prompt and the typed `queued_command` attachments on
  * its parentUuid chain. Rows of a closed turn are dropped, so state does not grow with the transcript. The row's
  * `sessionId` is the provider thread; a turn's app id derives from it and the final message id.
  */
@@ -99,13 +99,21 @@ function rowKind(row: Frame): { k: ChainRow["k"]; prompt?: string } | undefined 
   if (row.type === "attachment") {
     const attachment = asFrame(row.attachment);
     const queued =
-      attachment?.type === "queued_command" &&
-      asFrame(attachment.origin)?.kind === "human" &&
-      attachment.commandMode === "prompt";
+      attachment?.type === "queued_command" && typedByUser(attachment) && attachment.commandMode === "prompt";
     const prompt = queued ? contentText(attachment.prompt, ["text"]) : undefined;
     return prompt === undefined ? { k: "o" } : { k: "q", prompt };
   }
   return row.type === "assistant" || row.type === "system" ? { k: "o" } : undefined;
+}
+
+/**
+ * A queued prompt the user typed. Claude Code 2.1.263 marks it `origin: {kind: "human"}`; 2.1.332 drops `origin` for
+ * typed prompts (it carries `source_uuid`, `delivery_id`, `rowSource`, `hostsOwnTurn` instead) and keeps an origin
+ * only for what the CLI queued itself (e.g. a task notification), which is never a member.
+ */
+function typedByUser(attachment: Frame): boolean {
+  const origin = asFrame(attachment.origin);
+  return origin === undefined ? attachment.origin === undefined : origin.kind === "human";
 }
 
 function collectText(format: ClaudeTranscriptState, message: Frame): void {
