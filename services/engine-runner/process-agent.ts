@@ -250,7 +250,7 @@ export class ProcessAgent {
     const waiting = this.waitingCount > 0 ? await this.waiting.list() : [];
     const decision = decideStop(
       stop,
-      runtime.session.runningInputs(),
+      runtime.session.consumedInputs(),
       waiting.map((entry) => entry.input),
     );
     this.deps.metrics.stops.inc({ agent: this.agent.agentId, action: decision.action });

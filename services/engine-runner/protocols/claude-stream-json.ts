@@ -21,6 +21,8 @@ import {
  */
 export class ClaudeStreamJsonSession implements EngineSession {
   private readonly unanswered: RunningInput[] = [];
+  /** Our uuids the CLI has started (lifecycle `started`, the `isReplay` echo, or written while it was idle). */
+  private readonly started = new Set<string>();
 
   constructor(
     private readonly hooks: SessionHooks,
@@ -36,9 +38,11 @@ export class ClaudeStreamJsonSession implements EngineSession {
     if (answer) return this.answer(answer);
     if (frame.type === "command_lifecycle") {
       const state = text(frame.state);
+      if (state === "started") this.markStarted(text(frame.command_uuid));
       if (state === "completed" || state === "cancelled") this.settle([text(frame.command_uuid)]);
       return;
     }
+    if (frame.type === "user" && frame.isReplay === true) return this.markStarted(text(frame.uuid));
     if (frame.type !== "result" || (frame.parent_tool_use_id ?? null) !== null) return;
     const single = text(frame.user_message_uuid);
     const listed = strings(frame.user_message_uuids) ?? (single === undefined ? [] : [single]);
@@ -49,6 +53,7 @@ export class ClaudeStreamJsonSession implements EngineSession {
   async inputFrame(input: DispatchInput): Promise<PlannedFrame> {
     const mode = this.unanswered.length > 0 ? "native_queue" : "direct";
     this.unanswered.push(runningInput(input));
+    if (mode === "direct") this.started.add(input.deliveryId);
     const raw = JSON.stringify({
       type: "user",
       message: { role: "user", content: input.text },
@@ -71,11 +76,21 @@ export class ClaudeStreamJsonSession implements EngineSession {
     return this.unanswered;
   }
 
+  consumedInputs(): readonly RunningInput[] {
+    return this.unanswered.filter((input) => this.started.has(input.deliveryId));
+  }
+
+  private markStarted(uuid: string | undefined): void {
+    if (uuid !== undefined && this.unanswered.some((input) => input.deliveryId === uuid))
+      this.started.add(uuid);
+  }
+
   private settle(uuids: (string | undefined)[]): void {
     const before = this.unanswered.length;
     for (const uuid of uuids) {
       const index = this.unanswered.findIndex((input) => input.deliveryId === uuid);
       if (index >= 0) this.unanswered.splice(index, 1);
+      if (uuid !== undefined) this.started.delete(uuid);
     }
     if (before > 0 && this.unanswered.length === 0) this.hooks.turnEnded();
   }

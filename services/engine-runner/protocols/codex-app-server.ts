@@ -98,6 +98,11 @@ export class CodexAppServerSession implements EngineSession {
     return this.inputTurn?.inputs ?? [];
   }
 
+  /** A turn/start's input and every steer into the turn are the turn's own: Codex has no queue of its own. */
+  consumedInputs(): readonly RunningInput[] {
+    return this.runningInputs();
+  }
+
   async inputFrame(input: DispatchInput): Promise<PlannedFrame> {
     if (this.turnStartInFlight) await this.turnStartInFlight;
     if (this.activeTurnId) return this.steer(input, this.activeTurnId);

@@ -49,6 +49,8 @@ export interface EngineSession {
   stopFrame(stop: DispatchStop): PlannedFrame;
   /** Inputs written and not yet answered, oldest first: the engine may still fold them into one turn. */
   runningInputs(): readonly RunningInput[];
+  /** Those of them the engine has taken into its running turn (not merely queued), oldest first. */
+  consumedInputs(): readonly RunningInput[];
 }
 
 export function runningInput(input: DispatchInput): RunningInput {
