@@ -19,6 +19,7 @@ import {
   waitForRecords,
 } from "./engine-records.js";
 import { restartRunner, useRunnerSuite } from "./runner-process.js";
+import { sampleValue } from "../helpers/metrics-text.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
@@ -120,10 +121,18 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     expect(runtimesOf(records)).toHaveLength(2);
     expect(seqGapFree(records)).toBe(true);
     const skipped = await fetch(`${s.runner.url()}/metrics`).then((response) => response.text());
-    expect(skipped).toMatch(/engine_runner_dispatch_skipped_total\{agent="claude-kill",reason="written"\} 1/);
-    expect(skipped).toMatch(
-      /engine_runner_dispatch_skipped_total\{agent="claude-kill",reason="recorded"\} 1/,
-    );
+    expect(
+      sampleValue(skipped, "engine_runner_dispatch_skipped_total", {
+        agent: "claude-kill",
+        reason: "written",
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(skipped, "engine_runner_dispatch_skipped_total", {
+        agent: "claude-kill",
+        reason: "recorded",
+      }),
+    ).toBe(1);
 
     const tail = await waitForRecords(s.t.redis, s.t.keys, TAIL, (all) => inboundFrames(all).length >= 4);
     // The tail has read to the end of the file: every complete row it will ever record is recorded.
@@ -168,9 +177,13 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     };
     expect(await waitFor(pendingOfOurs, (pending) => pending === 0, { timeoutMs: 20_000 })).toBe(0);
     const metrics = await fetch(`${s.runner.url()}/metrics`).then((response) => response.text());
-    expect(metrics).toMatch(/engine_runner_dispatch_ignored_total\{reason="other_machine"\} 1/);
-    expect(metrics).toMatch(/engine_runner_dispatch_ignored_total\{reason="agent_not_hosted"\} 1/);
-    expect(metrics).toMatch(/engine_records_appended_total\{agent="claude-kill",direction="inbound"\} \d+/);
+    expect(sampleValue(metrics, "engine_runner_dispatch_ignored_total", { reason: "other_machine" })).toBe(1);
+    expect(sampleValue(metrics, "engine_runner_dispatch_ignored_total", { reason: "agent_not_hosted" })).toBe(
+      1,
+    );
+    expect(
+      sampleValue(metrics, "engine_records_appended_total", { agent: "claude-kill", direction: "inbound" }),
+    ).toBeGreaterThan(0);
     const ready = await fetch(`${s.runner.url()}/readyz`);
     expect(ready.status).toBe(200);
   });

@@ -10,6 +10,7 @@ import { HarnessLink } from "../../services/router/harness-link.js";
 import { HARNESS_SECRET, startHarness, tokenFor, wsUrl } from "../harness/harness-fixture.js";
 import { createTestRedis, testLog, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { lampUrl } from "./lamp-world.js";
+import { sampleValue } from "../helpers/metrics-text.js";
 
 const LAMP_SECRET = "socket-lifetime-secret-0123456789abcdef";
 /** Short keepalive: a silent peer is dropped within PING + PONG_TIMEOUT (plus a tick of slack). */
@@ -68,8 +69,7 @@ function halfOpenPeer(url: string, path: string, token: string): Promise<Socket>
 
 async function gauge(baseUrl: string, name: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
-  const line = text.split("\n").find((candidate) => candidate.startsWith(`${name} `));
-  return Number(line?.split(" ").at(-1));
+  return sampleValue(text, name) ?? Number.NaN;
 }
 
 describe("Lamp sockets: token expiry and keepalive", () => {

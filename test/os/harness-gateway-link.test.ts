@@ -24,6 +24,7 @@ import {
   runOf,
   voiceRequestFrame,
 } from "./os-fixture.js";
+import { sampleValue } from "../helpers/metrics-text.js";
 
 const DEVICE = "lamp-real-harness";
 const BYSTANDER = "lamp-bystander";
@@ -103,7 +104,7 @@ async function dispatchedInputs(): Promise<Record<string, unknown>[]> {
 /** The harness-gateway's open peer sessions (the router's, here), from its own gauge. */
 async function harnessSessions(port: number): Promise<number> {
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^harness_gateway_sessions (\S+)$/m.exec(metrics)?.[1] ?? "0");
+  return sampleValue(metrics, "harness_gateway_sessions") ?? 0;
 }
 
 const sessionsBecome = (port: number, count: number) =>

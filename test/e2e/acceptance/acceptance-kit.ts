@@ -6,6 +6,7 @@ import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import type { E2EStack } from "../stack.js";
 import type { TestLamp } from "../test-lamp.js";
 import { sleep } from "../../../libs/timing/sleep.js";
+import { sampleValue } from "../../helpers/metrics-text.js";
 
 /** GET /v1/runs/:id as the OS query API answers it (DESIGN §7). */
 export interface RunView {
@@ -235,13 +236,5 @@ export async function metricValue(
   labels: Record<string, string> = {},
 ): Promise<number> {
   const text = await (await fetch(`${stack.url(service)}/metrics`)).text();
-  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-  const line = text
-    .split("\n")
-    .find(
-      (candidate) =>
-        (candidate.startsWith(`${name}{`) || candidate.startsWith(`${name} `)) &&
-        wanted.every((label) => candidate.includes(label)),
-    );
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
+  return sampleValue(text, name, labels) ?? 0;
 }

@@ -175,6 +175,8 @@ describe.concurrent("seed 000 joint acceptance: routing and speech", { timeout: 
       const { lamp, probe } = await device("lamp-l7-cancel-newest");
       const a = await say(lamp, AGENTS.foldCancelNewest, "Start something.");
       const b = await say(lamp, AGENTS.foldCancelNewest, "Add to it.");
+      // A stop interrupts only once the input it names is consumed into the running turn (not merely queued).
+      await probe.runUntil(b.runId, (run) => run.receiptState === "started");
       expect(await lamp.cancel(b.runId)).toMatchObject({ type: "voice.cancel_result" });
       const runB = await resolvedRun(probe, b.runId);
       await probe.settled();
