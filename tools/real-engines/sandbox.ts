@@ -25,6 +25,7 @@ const HELP = [
   "  --codex-approvals <p>      codex approval_policy (default never); on-request lets the model ask",
   "  --codex-sandbox <mode>     codex sandbox_mode (default danger-full-access: the namespace is the sandbox)",
   "  --log-inputs <file>        append every stdin line the CLI is given (as engine-sim does)",
+  "  --engine-version <v>       run another installed version than the pin (npm run engines:drift)",
   "  -h, --help                 this text",
 ].join("\n");
 
@@ -43,6 +44,7 @@ const args = readCommandLine(
       "codex-approvals": { type: "string" },
       "codex-sandbox": { type: "string" },
       "log-inputs": { type: "string" },
+      "engine-version": { type: "string" },
     },
     schema: z.strictObject({
       engine: z.enum(["claude", "codex"]),
@@ -54,6 +56,10 @@ const args = readCommandLine(
         .enum(["read-only", "workspace-write", "danger-full-access"])
         .default("danger-full-access"),
       "log-inputs": z.string().min(1).optional(),
+      "engine-version": z
+        .string()
+        .regex(/^[\w.-]+$/)
+        .optional(),
     }),
   },
   own,
@@ -72,7 +78,7 @@ mkdirSync(work, { recursive: true });
 const engine: RealEngine = args.engine;
 const { env, argv } = engine === "claude" ? claudeSetup(port) : codexSetup(port);
 
-const child = spawn(engineBinary(engine), [...argv, ...extra], {
+const child = spawn(engineBinary(engine, args["engine-version"]), [...argv, ...extra], {
   cwd: work,
   env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: args.home, LANG: "C.UTF-8", ...env },
   stdio: ["pipe", "inherit", "inherit"],
