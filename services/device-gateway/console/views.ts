@@ -23,6 +23,20 @@ const time = (ms: number | undefined) =>
   ms === undefined ? "" : html`<time datetime="${iso(ms)}">${iso(ms)}</time>`;
 
 /** A panel refreshes itself from `data-src` when the live feed says something changed (console.js). */
+/** A table with a header row of column names and the given body rows. */
+function dataTable(columns: readonly string[], rows: SafeHtml[]): SafeHtml {
+  return html`<table>
+    <thead>
+      <tr>
+        ${columns.map((column) => html`<th scope="col">${column}</th>`)}
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
+  </table>`;
+}
+
 function panel(name: string, src: string, title: string, body: SafeHtml): SafeHtml {
   return html`<section
     id="${name}"
@@ -126,23 +140,19 @@ export function devicesPanel(devices: DeviceOverview[], now: number): SafeHtml {
     "Devices",
     devices.length === 0
       ? html`<p>No devices yet.</p>`
-      : html`<table>
-          <thead>
-            <tr>
-              <th scope="col">Device</th>
-              <th scope="col">Lamp session</th>
-              <th scope="col">Harness session</th>
-              <th scope="col">Capabilities</th>
-              <th scope="col">Transport instance</th>
-              <th scope="col">Cursor</th>
-              <th scope="col">Runs</th>
-              <th scope="col">Pending</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows}
-          </tbody>
-        </table>`,
+      : dataTable(
+          [
+            "Device",
+            "Lamp session",
+            "Harness session",
+            "Capabilities",
+            "Transport instance",
+            "Cursor",
+            "Runs",
+            "Pending",
+          ],
+          rows,
+        ),
   );
 }
 
@@ -208,44 +218,14 @@ export function pipelinePanel(
     CONSOLE_PATHS.panel("pipeline"),
     "Streams and dead letters",
     html`<h3>Stream lag per consumer group</h3>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Stream</th>
-            <th scope="col">Group</th>
-            <th scope="col">Consumers</th>
-            <th scope="col">Lag</th>
-            <th scope="col">Pending</th>
-            <th scope="col">Length</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${groupRows}
-        </tbody>
-      </table>
+      ${dataTable(["Stream", "Group", "Consumers", "Lag", "Pending", "Length"], groupRows)}
       <h3 id="dead-letters">Dead letters</h3>
       ${redriven ? html`<p role="status" class="notice">${redriven}</p>` : ""}
       ${
         entries.length === 0
           ? html`<p>No dead letters.</p>`
           : html`<p>${totals.join(" · ")}</p>
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Stream</th>
-                    <th scope="col">Group</th>
-                    <th scope="col">Original entry</th>
-                    <th scope="col">Error</th>
-                    <th scope="col">Deliveries</th>
-                    <th scope="col">Failed at</th>
-                    <th scope="col">Payload</th>
-                    <th scope="col">Action</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${letterRows}
-                </tbody>
-              </table>`
+              ${dataTable(["Stream", "Group", "Original entry", "Error", "Deliveries", "Failed at", "Payload", "Action"], letterRows)}`
       }`,
   );
 }
@@ -318,24 +298,10 @@ export function runsPanel(
     html`${
         result.runs.length === 0
           ? html`<p>No runs match.</p>`
-          : html`<table>
-              <thead>
-                <tr>
-                  <th scope="col">Run</th>
-                  <th scope="col">Device</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Request</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Result</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${rows}
-              </tbody>
-            </table>`
+          : dataTable(
+              ["Run", "Device", "Agent", "Request", "State", "Outcome", "Reason", "Created", "Result"],
+              rows,
+            )
       }
       <nav aria-label="Pages">
         ${query.has("after") ? html`<a href="${CONSOLE_PATHS.runs}?${withoutAfter(query)}">First page</a>` : ""}
@@ -436,20 +402,6 @@ export function problemsPanel(problems: Problem[]): SafeHtml {
     "Rejected events and protocol errors",
     problems.length === 0
       ? html`<p>None recorded.</p>`
-      : html`<table>
-          <thead>
-            <tr>
-              <th scope="col">At</th>
-              <th scope="col">Device</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Result</th>
-              <th scope="col">Detail</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows}
-          </tbody>
-        </table>`,
+      : dataTable(["At", "Device", "Kind", "Reason", "Result", "Detail"], rows),
   );
 }
