@@ -16,6 +16,7 @@ if (!installed) console.warn("real-engines suite skipped: run `npm run engines:i
 
 const AGENTS = {
   claudeSteer: "claude-steer",
+  claudeAbc: "claude-abc",
   claudeQueued: "claude-queued",
   claudeInterrupt: "claude-interrupt",
   claudeError: "claude-error",
@@ -41,6 +42,12 @@ beforeAll(async () => {
         cliArgs: CLAUDE_BASH,
       }),
       realEngineAgent({ agentId: AGENTS.claudeQueued, engine: "claude", modelScenario: "slow-plain-reply" }),
+      realEngineAgent({
+        agentId: AGENTS.claudeAbc,
+        engine: "claude",
+        modelScenario: "claude-abc",
+        cliArgs: CLAUDE_BASH,
+      }),
       realEngineAgent({ agentId: AGENTS.claudeInterrupt, engine: "claude", modelScenario: "slow-stream" }),
       realEngineAgent({ agentId: AGENTS.claudeError, engine: "claude", modelScenario: "model-error" }),
       realEngineAgent({
@@ -110,6 +117,32 @@ describe
         expect(followUp?.userTexts[0]).toBe("Run the check.");
         expect(followUp?.userTexts[1]).toContain("Also say FOLDED.");
       });
+
+    it("Claude A/B/C: B is absorbed into A's tool-use turn, C sent while its answer is written is not: two results", async () => {
+      const { lamp, probe } = await device("lamp-claude-abc");
+      const a = await say(lamp, AGENTS.claudeAbc, "Run the check.");
+      await modelAsked(AGENTS.claudeAbc, 1);
+      const b = await say(lamp, AGENTS.claudeAbc, "Also say FOLDED.");
+      // The model has the tool's output (and B) and takes 4 s to answer: C now queues behind the turn.
+      await modelAsked(AGENTS.claudeAbc, 2);
+      const c = await say(lamp, AGENTS.claudeAbc, "And then this.");
+      const [runA, runB, runC] = await Promise.all([a, b, c].map((said) => settledRun(probe, said.runId)));
+      await probe.settled();
+      expect(runA).toMatchObject({ state: "resolved", outcome: "completed", resultId: runB?.resultId });
+      expect(runC).toMatchObject({ state: "resolved", outcome: "completed" });
+      expect(runC?.resultId).not.toBe(runB?.resultId);
+      const group = await probe.result(runB?.resultId ?? "");
+      expect(group?.members.map((member) => member.runId).sort()).toEqual([runA?.runId, runB?.runId].sort());
+      expect(group?.fullText).not.toContain("And then this.");
+      expect((await probe.result(runC?.resultId ?? ""))?.members.map((member) => member.runId)).toEqual([
+        runC?.runId,
+      ]);
+      await lamp.waitForUtterances(2, 30_000);
+      expect(lamp.utterances.map((utterance) => utterance.resultId)).toEqual([
+        runB?.resultId,
+        runC?.resultId,
+      ]);
+    });
 
     it("Claude: B sent while a plain reply streams is queued and answered as its own result", async () => {
       const { lamp, probe } = await device("lamp-claude-queued");
