@@ -3,7 +3,7 @@ import { readCommandLine } from "../cli-args.js";
 import { installEngine, latestVersion } from "./engine-install.js";
 import { addShape, shapeDrift, type FrameShapes } from "./frame-shapes.js";
 import { ENGINE_PINS, type RealEngine } from "./pins.js";
-import { probeConversation } from "./probe-conversation.js";
+import { probeConversation, type ConversationLine } from "./probe-conversation.js";
 
 const HELP = [
   "usage: npm run engines:drift [-- --engine claude|codex]",
@@ -24,9 +24,9 @@ const args = readCommandLine({
   schema: z.strictObject({ engine: z.enum(["claude", "codex"]).optional() }),
 });
 
-const shapesOf = (frames: Record<string, unknown>[]): FrameShapes => {
+const shapesOf = (lines: ConversationLine[]): FrameShapes => {
   const shapes: FrameShapes = new Map();
-  for (const frame of frames) addShape(shapes, frame);
+  for (const line of lines) if (line.dir === "in") addShape(shapes, line.frame);
   return shapes;
 };
 

@@ -3,23 +3,39 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { projectRoot } from "./project-root.js";
 import type { RealEngine } from "./pins.js";
+import { projectRoot } from "./project-root.js";
 
 const SCENARIOS = join(projectRoot, "test", "real-engines", "model-scenarios");
-const A = "Run the check.";
-const B = "Also say FOLDED.";
+
+/** The ids (Claude uuid, Codex clientUserMessageId) and texts the probe gives its two inputs. */
+export const PROBE_INPUTS = {
+  A: { claude: "11111111-1111-4111-8111-111111111111", codex: "probe-a", text: "Run the check." },
+  B: { claude: "22222222-2222-4222-8222-222222222222", codex: "probe-b", text: "Also say FOLDED." },
+} as const;
+
+/** One line of a conversation with an engine: what we wrote to it (`out`) or what it printed (`in`). */
+export interface ConversationLine {
+  dir: "in" | "out";
+  frame: Record<string, unknown>;
+}
+
+type Frame = Record<string, unknown>;
+type Write = (frame: Frame) => void;
+
+interface Conversation {
+  start(): void;
+  /** Reacts to a frame; true once the conversation is over. */
+  next(frame: Frame): boolean;
+}
 
 /**
  * One fixed conversation with a real CLI in its sandbox — a tool-use turn (A) with a second input written while
- * the tool runs (B) — returning every frame the CLI printed. The same conversation against two versions shows how
- * their wire differs.
+ * the tool runs (B) — returning every line both ways, in order. The same conversation against two versions shows
+ * how their wire differs; recorded once (`npm run engines:record`) it is a fixture of the project.
  */
-export async function probeConversation(
-  engine: RealEngine,
-  version: string,
-): Promise<Record<string, unknown>[]> {
-  const home = mkdtempSync(join(tmpdir(), `drift-${engine}-${version}-`));
+export async function probeConversation(engine: RealEngine, version: string): Promise<ConversationLine[]> {
+  const home = mkdtempSync(join(tmpdir(), `probe-${engine}-${version}-`));
   const scenario = join(
     SCENARIOS,
     engine === "claude" ? "claude-steer-into-tool-turn.json" : "codex-steer-into-tool-turn.json",
@@ -37,39 +53,36 @@ export async function probeConversation(
     ],
     { stdio: ["pipe", "pipe", "ignore"] },
   );
-  const frames: Record<string, unknown>[] = [];
-  const write = (frame: unknown) => child.stdin.write(`${JSON.stringify(frame)}\n`);
+  const lines: ConversationLine[] = [];
+  const write: Write = (frame) => {
+    lines.push({ dir: "out", frame });
+    child.stdin.write(`${JSON.stringify(frame)}\n`);
+  };
   const done = new Promise<void>((resolve) => child.on("exit", () => resolve()));
   const deadline = setTimeout(() => child.kill("SIGKILL"), 90_000);
   const conversation = engine === "claude" ? claudeConversation(write) : codexConversation(write);
   createInterface({ input: child.stdout }).on("line", (line) => {
-    let frame: Record<string, unknown>;
+    let frame: Frame;
     try {
-      frame = JSON.parse(line) as Record<string, unknown>;
+      frame = JSON.parse(line) as Frame;
     } catch {
       return;
     }
-    frames.push(frame);
+    lines.push({ dir: "in", frame });
     if (conversation.next(frame)) child.stdin.end();
   });
   conversation.start();
   await done;
   clearTimeout(deadline);
-  return frames;
+  return lines;
 }
 
-interface Conversation {
-  start(): void;
-  /** Reacts to a frame; true once the conversation is over. */
-  next(frame: Record<string, unknown>): boolean;
-}
-
-function claudeConversation(write: (frame: unknown) => void): Conversation {
+function claudeConversation(write: Write): Conversation {
   const user = (uuid: string, content: string) =>
     write({ type: "user", message: { role: "user", content }, parent_tool_use_id: null, uuid });
   let steered = false;
   return {
-    start: () => user("11111111-1111-4111-8111-111111111111", A),
+    start: () => user(PROBE_INPUTS.A.claude, PROBE_INPUTS.A.text),
     next(frame) {
       const message = frame.message as { content?: { type?: string }[] } | undefined;
       if (
@@ -78,24 +91,25 @@ function claudeConversation(write: (frame: unknown) => void): Conversation {
         message?.content?.some((block) => block.type === "tool_use")
       ) {
         steered = true;
-        user("22222222-2222-4222-8222-222222222222", B);
+        user(PROBE_INPUTS.B.claude, PROBE_INPUTS.B.text);
       }
       return frame.type === "result";
     },
   };
 }
 
-function codexConversation(write: (frame: unknown) => void): Conversation {
+function codexConversation(write: Write): Conversation {
   let threadId: string | undefined;
   let turnId: string | undefined;
   let steered = false;
+  const input = (text: string) => [{ type: "text", text }];
   return {
     start() {
       write({
         id: 1,
         method: "initialize",
         params: {
-          clientInfo: { name: "lampline-drift", version: "0.1.0" },
+          clientInfo: { name: "lampline-probe", version: "0.1.0" },
           capabilities: { experimentalApi: true },
         },
       });
@@ -111,7 +125,7 @@ function codexConversation(write: (frame: unknown) => void): Conversation {
         write({
           id: 3,
           method: "turn/start",
-          params: { threadId, input: [{ type: "text", text: A }], clientUserMessageId: "drift-a" },
+          params: { threadId, input: input(PROBE_INPUTS.A.text), clientUserMessageId: PROBE_INPUTS.A.codex },
         });
       }
       if (frame.id === 3 && result?.turn?.id) turnId = result.turn.id;
@@ -124,8 +138,8 @@ function codexConversation(write: (frame: unknown) => void): Conversation {
           params: {
             threadId,
             expectedTurnId: turnId,
-            input: [{ type: "text", text: B }],
-            clientUserMessageId: "drift-b",
+            input: input(PROBE_INPUTS.B.text),
+            clientUserMessageId: PROBE_INPUTS.B.codex,
           },
         });
       }
