@@ -149,10 +149,13 @@ describe.concurrent("Every voice request ends, and the Lamp knows how", { timeou
     lamp.drop();
     const droppedAt = Date.now();
     const run = await probe.runUntil(a.runId, (view) => view.state === "resolved", 60_000);
+    // The run resolves a moment before the tts-dispatcher has queued its answer.
+    const playbackState = async () => (await probe.result(run.resultId ?? ""))?.playback?.state;
+    await until("the answer queued for the Lamp", playbackState, (state) => state !== undefined);
     // All the while the Lamp is away the answer waits for it: queued, never failed or given up.
     await until(
       "the Lamp away for the whole outage",
-      async () => (await probe.result(run.resultId ?? ""))?.playback?.state,
+      playbackState,
       (state) => {
         expect(state).toBe("queued");
         return Date.now() - droppedAt >= OUTAGE_MS;
