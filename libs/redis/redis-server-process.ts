@@ -21,16 +21,28 @@ export class RedisServerStartError extends Error {}
 
 const READY_TIMEOUT_MS = 10_000;
 
+/** Ports handed out by freePort: below Linux's ephemeral range (32768+) where listen(0) and outgoing sockets draw. */
+const FREE_PORT_RANGE = { from: 20_000, to: 32_000 };
+
+/**
+ * A port that is free now, chosen at random below the ephemeral range, so no server listening on port 0 and no
+ * outgoing connection can take it between this check and the process that will listen on it.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port =
+      FREE_PORT_RANGE.from + Math.floor(Math.random() * (FREE_PORT_RANGE.to - FREE_PORT_RANGE.from));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port between ${FREE_PORT_RANGE.from} and ${FREE_PORT_RANGE.to}`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 
