@@ -20,15 +20,19 @@ export type PlaybackState = z.infer<typeof playbackStateSchema>;
 export const playbackKindSchema = z.enum(["answer", "notice", "repeat"]);
 export type PlaybackKind = z.infer<typeof playbackKindSchema>;
 
-/** Why a result is not spoken (state `suppressed`) or a playback ended `failed` / `uncertain`. */
-export const playbackReasonSchema = z.enum([
-  // suppressed
+/** The reasons a result or playback ends `suppressed` (not spoken at all). */
+export const SUPPRESSION_REASONS = [
   "expired",
   "not_voice_route",
   "cancelled",
   "mixed_destinations",
   "failed_result",
   "cancelled_result",
+] as const;
+
+/** Why a result is not spoken (state `suppressed`) or a playback ended `failed` / `uncertain`. */
+export const playbackReasonSchema = z.enum([
+  ...SUPPRESSION_REASONS,
   // failed
   "lamp_offline",
   "lamp_rejected",

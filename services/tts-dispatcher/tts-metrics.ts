@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import {
+  SUPPRESSION_REASONS,
   playbackKindSchema,
   playbackStateSchema,
   type PlaybackKind,
@@ -8,16 +9,6 @@ import {
 } from "../../libs/contract/os-playback.js";
 import type { CompletionMarks } from "../../libs/metrics/completion-marks.js";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
-
-/** The reasons a result or playback ends `suppressed` (the rest of playbackReasonSchema end `failed`/`uncertain`). */
-const SUPPRESSION_REASONS = [
-  "expired",
-  "not_voice_route",
-  "cancelled",
-  "mixed_destinations",
-  "failed_result",
-  "cancelled_result",
-] as const satisfies readonly PlaybackReason[];
 
 /**
  * Outbox transitions, suppressions, Lamp events ignored, the playback queue's job counts (read at scrape), and the
