@@ -1,5 +1,5 @@
 import type { ModelReply } from "./scenario.js";
-import { pieces, type SseEvent } from "./sse.js";
+import { pieces, sseEvent, type SseEvent } from "./sse.js";
 
 /** Anthropic Messages streaming: message_start, one content block (text or tool_use), message_delta, message_stop. */
 export function anthropicEvents(
@@ -28,18 +28,18 @@ export function anthropicEvents(
   const block =
     reply.kind === "text"
       ? [
-          event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
+          sseEvent("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
           ...pieces(text, reply.chunks).map((piece, index) => ({
-            ...event("content_block_delta", { index: 0, delta: { type: "text_delta", text: piece } }),
+            ...sseEvent("content_block_delta", { index: 0, delta: { type: "text_delta", text: piece } }),
             ...(index > 0 ? { delayMs: reply.chunkDelayMs } : {}),
           })),
         ]
       : [
-          event("content_block_start", {
+          sseEvent("content_block_start", {
             index: 0,
             content_block: { type: "tool_use", id: `toolu_scripted_${n}`, name: reply.name, input: {} },
           }),
-          event("content_block_delta", {
+          sseEvent("content_block_delta", {
             index: 0,
             delta: { type: "input_json_delta", partial_json: JSON.stringify(reply.input) },
           }),
@@ -48,20 +48,16 @@ export function anthropicEvents(
   return [
     start,
     ...block,
-    event("content_block_stop", { index: 0 }),
-    event("message_delta", {
+    sseEvent("content_block_stop", { index: 0 }),
+    sseEvent("message_delta", {
       delta: { stop_reason: stopReason, stop_sequence: null },
       usage: { output_tokens: 1 },
     }),
-    event("message_stop", {}),
+    sseEvent("message_stop", {}),
   ];
 }
 
 /** The error body the Anthropic API sends with a 4xx/5xx status. */
 export function anthropicError(message: string): unknown {
   return { type: "error", error: { type: "invalid_request_error", message } };
-}
-
-function event(name: string, fields: Record<string, unknown>): SseEvent {
-  return { event: name, data: { type: name, ...fields } };
 }

@@ -1,5 +1,5 @@
 import type { ModelReply } from "./scenario.js";
-import { pieces, type SseEvent } from "./sse.js";
+import { pieces, sseEvent, type SseEvent } from "./sse.js";
 
 /** OpenAI Responses streaming: response.created, one output item (message or function_call), response.completed. */
 export function responsesEvents(
@@ -33,7 +33,7 @@ export function responsesEvents(
   const deltas =
     reply.kind === "text"
       ? pieces(text, reply.chunks).map((piece, index) => ({
-          ...event("response.output_text.delta", {
+          ...sseEvent("response.output_text.delta", {
             item_id: itemId,
             output_index: 0,
             content_index: 0,
@@ -42,7 +42,7 @@ export function responsesEvents(
           ...(index > 0 ? { delayMs: reply.chunkDelayMs } : {}),
         }))
       : [
-          event("response.function_call_arguments.delta", {
+          sseEvent("response.function_call_arguments.delta", {
             item_id: itemId,
             output_index: 0,
             delta: JSON.stringify(reply.input),
@@ -57,15 +57,15 @@ export function responsesEvents(
   };
   return [
     {
-      ...event("response.created", {
+      ...sseEvent("response.created", {
         response: { id: responseId, object: "response", status: "in_progress", output: [] },
       }),
       delayMs: reply.delayMs,
     },
-    event("response.output_item.added", { output_index: 0, item: added }),
+    sseEvent("response.output_item.added", { output_index: 0, item: added }),
     ...deltas,
-    event("response.output_item.done", { output_index: 0, item }),
-    event("response.completed", {
+    sseEvent("response.output_item.done", { output_index: 0, item }),
+    sseEvent("response.completed", {
       response: { id: responseId, object: "response", status: "completed", output: [item], usage },
     }),
   ];
@@ -74,8 +74,4 @@ export function responsesEvents(
 /** The error body the OpenAI API sends with a 4xx/5xx status. */
 export function responsesError(message: string): unknown {
   return { error: { message, type: "invalid_request_error", code: null, param: null } };
-}
-
-function event(name: string, fields: Record<string, unknown>): SseEvent {
-  return { event: name, data: { type: name, ...fields } };
 }

@@ -3,6 +3,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 export type SseEvent = { event: string; data: unknown; delayMs?: number };
 
+/** An event whose data carries its own name as `type`, as both the Anthropic and the OpenAI streams do. */
+export function sseEvent(name: string, fields: Record<string, unknown>): SseEvent {
+  return { event: name, data: { type: name, ...fields } };
+}
+
 /** Writes server-sent events in order, each after its delay; stops quietly if the engine hung up (an interrupt). */
 export async function writeEvents(response: ServerResponse, events: SseEvent[]): Promise<void> {
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
