@@ -3,8 +3,8 @@ import { join } from "node:path";
 import type { ApprovalPolicy } from "../../libs/contract/engine.js";
 import type { RecordedRequest } from "../../tools/model-server/model-server.js";
 import { engineBinary, type RealEngine } from "../../tools/real-engines/pins.js";
+import { sandboxCommand } from "../../tools/real-engines/sandbox-command.js";
 import type { EngineSimAgent } from "../engine-runner/agents-file.js";
-import { projectRoot } from "../helpers/child-process.js";
 import { MACHINE } from "../e2e/stack.js";
 
 export interface RealEngineOptions {
@@ -39,13 +39,6 @@ export function realEngineAgent(options: RealEngineOptions): (workDir: string) =
     const modelRequests = join(workDir, `${options.agentId}.model-requests.jsonl`);
     writeFileSync(inputLog, "");
     writeFileSync(modelRequests, "");
-    const scenario = join(
-      projectRoot,
-      "test",
-      "real-engines",
-      "model-scenarios",
-      `${options.modelScenario}.json`,
-    );
     return {
       inputLog,
       modelRequests,
@@ -54,26 +47,18 @@ export function realEngineAgent(options: RealEngineOptions): (workDir: string) =
         machineId: MACHINE,
         engine: options.engine === "claude" ? "claude-stream-json" : "codex-app-server",
         ...(options.approvals ? { approvals: options.approvals } : {}),
-        command: [
-          "unshare",
-          "--net",
-          "--",
-          process.execPath,
-          join(projectRoot, "bin", "engine-sandbox.mjs"),
-          "--engine",
-          options.engine,
-          "--scenario",
-          scenario,
-          "--record",
-          modelRequests,
-          "--home",
-          home,
-          "--log-inputs",
-          inputLog,
-          ...(options.codexApprovals ? ["--codex-approvals", options.codexApprovals] : []),
-          ...(options.codexSandbox ? ["--codex-sandbox", options.codexSandbox] : []),
-          ...(options.cliArgs ? ["--", ...options.cliArgs] : []),
-        ],
+        command: commandLine(
+          sandboxCommand({
+            engine: options.engine,
+            scenario: options.modelScenario,
+            record: modelRequests,
+            home,
+            logInputs: inputLog,
+            ...(options.codexApprovals ? { codexApprovals: options.codexApprovals } : {}),
+            ...(options.codexSandbox ? { codexSandbox: options.codexSandbox } : {}),
+            ...(options.cliArgs ? { cliArgs: options.cliArgs } : {}),
+          }),
+        ),
       },
     };
   };
@@ -86,3 +71,5 @@ export function modelRequestsOf(agent: EngineSimAgent): RecordedRequest[] {
     .filter((line) => line !== "")
     .map((line) => JSON.parse(line) as RecordedRequest);
 }
+
+const commandLine = ({ command, args }: { command: string; args: string[] }) => [command, ...args];

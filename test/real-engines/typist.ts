@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import type { Redis } from "ioredis";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { recordsOf } from "../engine-runner/engine-records.js";
-import { projectRoot } from "../helpers/child-process.js";
+import { sandboxCommand } from "../../tools/real-engines/sandbox-command.js";
 import { waitFor } from "../helpers/test-redis.js";
 
 /**
@@ -26,24 +26,14 @@ export class Typist {
     extra: string[],
   ) {
     mkdirSync(home, { recursive: true });
-    this.child = spawn(
-      "unshare",
-      [
-        "--net",
-        "--",
-        process.execPath,
-        join(projectRoot, "bin", "engine-sandbox.mjs"),
-        ...[
-          "--engine",
-          engine,
-          "--scenario",
-          join(projectRoot, "test", "real-engines", "model-scenarios", `${scenario}.json`),
-        ],
-        ...["--record", join(home, "model-requests.jsonl"), "--home", home],
-        ...(extra.length > 0 ? ["--", ...extra] : []),
-      ],
-      { stdio: ["pipe", "pipe", "ignore"] },
-    );
+    const { command, args } = sandboxCommand({
+      engine,
+      scenario,
+      record: join(home, "model-requests.jsonl"),
+      home,
+      cliArgs: extra,
+    });
+    this.child = spawn(command, args, { stdio: ["pipe", "pipe", "ignore"] });
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
       try {
         this.frames.push(JSON.parse(line) as Record<string, unknown>);

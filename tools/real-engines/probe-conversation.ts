@@ -4,9 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RealEngine } from "./pins.js";
-import { projectRoot } from "./project-root.js";
-
-const SCENARIOS = join(projectRoot, "test", "real-engines", "model-scenarios");
+import { sandboxCommand } from "./sandbox-command.js";
 
 /** The ids (Claude uuid, Codex clientUserMessageId) and texts the probe gives its two inputs. */
 export const PROBE_INPUTS = {
@@ -36,23 +34,15 @@ interface Conversation {
  */
 export async function probeConversation(engine: RealEngine, version: string): Promise<ConversationLine[]> {
   const home = mkdtempSync(join(tmpdir(), `probe-${engine}-${version}-`));
-  const scenario = join(
-    SCENARIOS,
-    engine === "claude" ? "claude-steer-into-tool-turn.json" : "codex-steer-into-tool-turn.json",
-  );
-  const child = spawn(
-    "unshare",
-    [
-      "--net",
-      "--",
-      process.execPath,
-      join(projectRoot, "bin", "engine-sandbox.mjs"),
-      ...["--engine", engine, "--engine-version", version, "--scenario", scenario],
-      ...["--record", join(home, "model-requests.jsonl"), "--home", home],
-      ...(engine === "claude" ? ["--", "--allowedTools", "Bash(sleep:*)"] : []),
-    ],
-    { stdio: ["pipe", "pipe", "ignore"] },
-  );
+  const { command, args } = sandboxCommand({
+    engine,
+    engineVersion: version,
+    scenario: engine === "claude" ? "claude-steer-into-tool-turn" : "codex-steer-into-tool-turn",
+    record: join(home, "model-requests.jsonl"),
+    home,
+    ...(engine === "claude" ? { cliArgs: ["--allowedTools", "Bash(sleep:*)"] } : {}),
+  });
+  const child = spawn(command, args, { stdio: ["pipe", "pipe", "ignore"] });
   const lines: ConversationLine[] = [];
   const write: Write = (frame) => {
     lines.push({ dir: "out", frame });
