@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeviceProbe, until, type RunView } from "../e2e/acceptance/acceptance-kit.js";
+import type { DeviceProbe } from "../e2e/acceptance/acceptance-kit.js";
+import { until, type RunView, deviceOn } from "../e2e/acceptance/acceptance-kit.js";
 import { E2EStack, MACHINE } from "../e2e/stack.js";
 import type { TestLamp } from "../e2e/test-lamp.js";
 import { modelRequestsOf, realEngineAgent, realEnginesInstalled } from "./real-engine-agent.js";
@@ -67,9 +68,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => stack?.stop());
 
-async function device(deviceId: string): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {
-  return { lamp: await stack.lamp(deviceId), probe: new DeviceProbe(stack, deviceId) };
-}
+const device = (deviceId: string) => deviceOn(stack, deviceId);
 const say = (lamp: TestLamp, agentId: string, text: string) =>
   lamp.say({ agentId, machineId: MACHINE, text });
 const settledRun = (probe: DeviceProbe, runId: string) =>

@@ -213,6 +213,14 @@ async function scanKeys(stack: E2EStack, pattern: string): Promise<string[]> {
 }
 
 /** deliveryIds of the inputs the agent's engine received on stdin, in order (one entry per written input line). */
+/** A Lamp connected for `deviceId` on the stack, with the probe that reads its runs and results. */
+export async function deviceOn(
+  stack: E2EStack,
+  deviceId: string,
+): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {
+  return { lamp: await stack.lamp(deviceId), probe: new DeviceProbe(stack, deviceId) };
+}
+
 export function engineDeliveries(stack: E2EStack, agentId: string): string[] {
   return stack.engineInputs(agentId).flatMap((line) => {
     if (line.type === "user" && typeof line.uuid === "string") return [line.uuid];

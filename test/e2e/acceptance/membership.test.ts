@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { E2EStack, MACHINE } from "../stack.js";
 import type { TestLamp } from "../test-lamp.js";
-import { DeviceProbe, engineDeliveries, utterancesOf, type RunView } from "./acceptance-kit.js";
+import type { DeviceProbe } from "./acceptance-kit.js";
+import { engineDeliveries, utterancesOf, type RunView, deviceOn } from "./acceptance-kit.js";
 
 /**
  * Seed 000 "Joint acceptance tests before enablement", lines 1–4: which runs one engine result resolves, driven
@@ -59,9 +60,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => stack?.stop());
 
-async function device(deviceId: string): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {
-  return { lamp: await stack.lamp(deviceId), probe: new DeviceProbe(stack, deviceId) };
-}
+const device = (deviceId: string) => deviceOn(stack, deviceId);
 
 const say = (lamp: TestLamp, agentId: string, text: string) =>
   lamp.say({ agentId, machineId: MACHINE, text });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnResultPayload } from "../../../libs/contract/turn-result.js";
 import { E2EStack, MACHINE } from "../stack.js";
 import type { SayOptions, TestLamp } from "../test-lamp.js";
-import { DeviceProbe, engineDeliveries, until, type RunView } from "./acceptance-kit.js";
+import type { DeviceProbe } from "./acceptance-kit.js";
+import { engineDeliveries, until, type RunView, deviceOn } from "./acceptance-kit.js";
 import { forgeHarnessResult, harnessInstance } from "./harness-forgery.js";
 
 /**
@@ -47,9 +48,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => stack?.stop());
 
-async function device(deviceId: string): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {
-  return { lamp: await stack.lamp(deviceId), probe: new DeviceProbe(stack, deviceId) };
-}
+const device = (deviceId: string) => deviceOn(stack, deviceId);
 
 const say = (lamp: TestLamp, agentId: string, text: string, options: Partial<SayOptions> = {}) =>
   lamp.say({ agentId, machineId: MACHINE, text, ...options });

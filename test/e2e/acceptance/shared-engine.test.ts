@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { E2EStack, MACHINE } from "../stack.js";
 import type { TestLamp } from "../test-lamp.js";
-import { DeviceProbe, engineDeliveries, utterancesOf, type RunView } from "./acceptance-kit.js";
+import type { DeviceProbe } from "./acceptance-kit.js";
+import { engineDeliveries, utterancesOf, type RunView, deviceOn } from "./acceptance-kit.js";
 
 /**
  * Issue 12 through the whole stack: one engine process per agent serves every device. Two Lamps over the real
@@ -30,9 +31,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => stack?.stop());
 
-async function device(deviceId: string): Promise<{ lamp: TestLamp; probe: DeviceProbe }> {
-  return { lamp: await stack.lamp(deviceId), probe: new DeviceProbe(stack, deviceId) };
-}
+const device = (deviceId: string) => deviceOn(stack, deviceId);
 
 const ask = (lamp: TestLamp, agentId: string, text: string) =>
   lamp.say({ agentId, machineId: MACHINE, text });
