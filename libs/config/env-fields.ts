@@ -12,9 +12,33 @@ export const envBool = (fallback: boolean) =>
 
 export const envUrl = z.string().url();
 
+/** `host:port` seeds of a Redis Cluster, comma-separated; empty or absent: a single Redis at REDIS_URL. */
+export const envClusterNodes = z
+  .string()
+  .default("")
+  .transform((value) =>
+    value
+      .split(",")
+      .map((node) => node.trim())
+      .filter((node) => node.length > 0),
+  )
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[^\s:]+:\d{1,5}$/, "host:port")
+        .transform((node) => {
+          const at = node.lastIndexOf(":");
+          return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+        }),
+    ),
+  );
+
 /** Settings every service reads: where Redis is, how keys are named, how stream consumers behave. */
 export const baseEnvSchema = z.object({
   REDIS_URL: envUrl.default("redis://127.0.0.1:6379"),
+  /** Set: Redis Cluster mode, these nodes are the seeds and only REDIS_URL's user and password are used. */
+  REDIS_CLUSTER_NODES: envClusterNodes,
   KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,32}$/, "letters, digits, '_', '.', '-' (1-32)")
@@ -28,6 +52,11 @@ export const baseEnvSchema = z.object({
   STREAM_CLAIM_MIN_IDLE_MS: envInt(30_000, 100),
   STREAM_MAX_DELIVERIES: envInt(5, 1, 1_000),
   STREAM_RETRY_DELAY_MS: envInt(500, 0, 600_000),
+  /** How often each consumer trims its stream of what every group is past, and caps its dead letters. */
+  STREAM_TRIM_INTERVAL_MS: envInt(10_000, 100, 3_600_000),
+  DEAD_LETTER_MAX_LENGTH: envInt(10_000, 1, 10_000_000),
+  /** How many work partitions devices hash into (libs/redis/partitions.ts); the same on every process. */
+  STREAM_PARTITIONS: envInt(4, 1, 1_024),
 });
 
 export type BaseEnv = z.infer<typeof baseEnvSchema>;

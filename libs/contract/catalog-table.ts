@@ -41,7 +41,9 @@ function readingOf(reading: StreamReading): string {
 function streamRow(stream: StreamSpec): string[] {
   const groups = Object.values(stream.consumers).map(described);
   return [
-    code(stream.name),
+    stream.partitionBy === undefined
+      ? code(stream.name)
+      : `${code(stream.name)} (STREAM_PARTITIONS partitions by ${code(stream.partitionBy)})`,
     stream.carries,
     stream.producers.join(", "),
     groups.length === 0

@@ -19,11 +19,13 @@ describe("stream catalog", () => {
   });
 
   it("dead-letters each pipeline stream where the stream consumer writes its dead letters", () => {
-    const keys = new Keyspace("p");
+    const keys = new Keyspace("p", 3);
     expect(PIPELINE_STREAMS.length).toBeGreaterThan(0);
     for (const stream of PIPELINE_STREAMS) {
       if (stream.reading.kind !== "consumer-group") throw new Error(`${stream.name} has no consumer group`);
-      expect(keys.stream(stream.reading.deadLetter)).toBe(keys.deadLetter(stream.name));
+      expect(stream.reading.deadLetter).toBe(`${stream.name}:dlq`);
+      for (const partition of [0, 2])
+        expect(keys.deadLetter(stream.name, partition)).toBe(`${keys.stream(stream.name, partition)}:dlq`);
     }
   });
 
@@ -47,6 +49,8 @@ describe("stream catalog", () => {
       STREAM_CLAIM_MIN_IDLE_MS: "1300",
       STREAM_MAX_DELIVERIES: "17",
       STREAM_RETRY_DELAY_MS: "19",
+      STREAM_TRIM_INTERVAL_MS: "2300",
+      DEAD_LETTER_MAX_LENGTH: "29",
     });
     expect(consumerSettingsOf(base)).toEqual({
       batchSize: 7,
@@ -54,6 +58,8 @@ describe("stream catalog", () => {
       claimMinIdleMs: 1300,
       maxDeliveries: 17,
       retryDelayMs: 19,
+      trimIntervalMs: 2300,
+      deadLetterMaxLength: 29,
     });
   });
 });

@@ -63,8 +63,16 @@ export type StreamReading =
 export interface StreamSpec<S extends z.ZodType = z.ZodType> {
   name: string;
   schema: S;
-  /** `pipeline`: key `<prefix>:stream:<name>`; `device`: under the device base `B = <prefix>:os:{d:<deviceId>}`. */
+  /**
+   * `pipeline`: key `<prefix>:stream:{<name>:<partition>}`; `device`: under the device base
+   * `B = <prefix>:os:{d:<deviceId>}`.
+   */
   keyspace: "pipeline" | "device";
+  /**
+   * Sharded into STREAM_PARTITIONS partitions by this payload field (its owner's partition, `partitionOf`), so one
+   * device's (or agent's) entries stay in order in one partition; absent: one partition (0).
+   */
+  partitionBy?: "deviceId" | "agentId";
   producers: readonly ServiceName[];
   consumers: Readonly<Record<string, ConsumerGroup | PerInstance<ConsumerGroup>>>;
   reading: StreamReading;
@@ -80,6 +88,7 @@ export const STREAM_CATALOG = {
     name: "harness.dispatch",
     schema: harnessDispatchSchema,
     keyspace: "pipeline",
+    partitionBy: "agentId",
     producers: ["harness-gateway"],
     consumers: {
       engineRunner: perInstance(
@@ -98,6 +107,7 @@ export const STREAM_CATALOG = {
     name: "engine.records",
     schema: engineRecordSchema,
     keyspace: "pipeline",
+    partitionBy: "agentId",
     producers: ["engine-runner"],
     consumers: { evidenceExtractor: { group: "evidence-extractor", service: "evidence-extractor" } },
     reading: hostGroups("engine.records"),
@@ -108,6 +118,7 @@ export const STREAM_CATALOG = {
     name: "harness.evidence",
     schema: harnessEvidenceSchema,
     keyspace: "pipeline",
+    partitionBy: "agentId",
     producers: ["evidence-extractor"],
     consumers: { resultProducer: { group: "result-producer", service: "result-producer" } },
     reading: hostGroups("harness.evidence"),
@@ -118,6 +129,7 @@ export const STREAM_CATALOG = {
     name: "os.routed",
     schema: osRoutedSchema,
     keyspace: "pipeline",
+    partitionBy: "deviceId",
     producers: ["router"],
     consumers: { runResolver: { group: "run-resolver", service: "run-resolver" } },
     reading: hostGroups("os.routed"),
@@ -128,6 +140,7 @@ export const STREAM_CATALOG = {
     name: "os.resolved",
     schema: osResolvedSchema,
     keyspace: "pipeline",
+    partitionBy: "deviceId",
     producers: ["run-resolver"],
     consumers: { ttsDispatcher: { group: "tts-dispatcher", service: "tts-dispatcher" } },
     reading: hostGroups("os.resolved"),
@@ -137,6 +150,7 @@ export const STREAM_CATALOG = {
     name: "os.lamp_events",
     schema: lampEventSchema,
     keyspace: "pipeline",
+    partitionBy: "deviceId",
     producers: ["device-gateway"],
     consumers: { ttsDispatcher: { group: "tts-dispatcher-acks", service: "tts-dispatcher" } },
     reading: hostGroups("os.lamp_events"),
@@ -224,7 +238,7 @@ export interface QueueSpec<S extends z.ZodType = z.ZodType> {
   carries: string;
 }
 
-/** BullMQ queues, prefix `<prefix>:bull`. */
+/** BullMQ queues, prefix `{<prefix>:bull}` (a hash tag: one queue, one Redis Cluster slot). */
 export const QUEUE_CATALOG = {
   lampPlayback: {
     name: "lamp-playback",

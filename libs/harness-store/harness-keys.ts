@@ -77,5 +77,8 @@ export const eventsChannel = (keys: Keyspace) => keys.key("h", "events");
 /** Revocations: message = deviceId whose sessions must close. */
 export const revocationsChannel = (keys: Keyspace) => keys.key("h", "revocations");
 
-/** Pattern matching every device's undispatched index (the dispatch sweep scans for it). */
-export const undispatchedPattern = (keys: Keyspace) => `${keys.prefix}:h:{d:*}:undispatched`;
+/**
+ * zset deviceId -> reservedAt of its oldest undispatched reservation (at least: a reserve lists the device with
+ * `ZADD NX`): where the dispatch sweep finds its work without scanning the keyspace.
+ */
+export const undispatchedDevicesKey = (keys: Keyspace) => keys.key("h", "undispatched-devices");

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 import type { Keyspace } from "../redis/keyspace.js";
 import { instanceKey } from "./harness-keys.js";
 
@@ -11,7 +11,7 @@ export class InstanceIdentity {
   private readonly key: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     keys: Keyspace,
   ) {
     this.key = instanceKey(keys);

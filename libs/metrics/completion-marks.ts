@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../redis/keyspace.js";
 import { resultKeyOf } from "../os-store/os-keys.js";
@@ -16,7 +16,7 @@ const markSchema = z.coerce.number().int().positive();
  */
 export class CompletionMarks {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {}
 

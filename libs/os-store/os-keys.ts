@@ -1,4 +1,5 @@
 import type { Keyspace } from "../redis/keyspace.js";
+import { partitionOf } from "../redis/partitions.js";
 
 /** `resultKey = <serverInstanceId>|<resultId>`: the store's name for one result identity of a device. */
 export function resultKeyOf(serverInstanceId: string, resultId: string): string {
@@ -98,9 +99,18 @@ export class OsDeviceKeys {
     return `${this.base}:commands`;
   }
 
-  /** Which router replica owns the device's Harness session. */
+  /**
+   * Which router replica owns the device's Harness session: set by the holder of the device's partition when it
+   * opens the session, fencing every router write to the device (a replica that lost the partition finds another
+   * owner here and its writes fail `LEASE_LOST`).
+   */
   get lease(): string {
     return `${this.base}:lease`;
+  }
+
+  /** Present while the device is revoked and its Lamp has not returned with a newer token: no Harness session. */
+  get sessionRevoked(): string {
+    return `${this.base}:session-revoked`;
   }
 
   /** The router's account of the device's Harness session (libs/os-store/harness-session-record.ts). */
@@ -151,7 +161,50 @@ export function runUpdatesChannelPattern(keys: Keyspace): string {
   return `${keys.osDevice("*")}:run-updates`;
 }
 
-/** Devices the router should hold a Harness session for (added on Lamp connect and on voice.request). */
-export function knownDevicesKey(keys: Keyspace): string {
-  return keys.key("os", "devices");
+/**
+ * The keys of one work partition (`partitionOf(deviceId, STREAM_PARTITIONS)`), all under one hash tag: the router
+ * replica's lease on it, its active devices and the channel that wakes its holder for a device's new commands.
+ */
+export class OsPartitionKeys {
+  readonly base: string;
+
+  constructor(
+    keys: Keyspace,
+    readonly partition: number,
+  ) {
+    this.base = keys.key("os", `{part:${partition}}`);
+  }
+
+  static ofDevice(keys: Keyspace, deviceId: string, partitions: number): OsPartitionKeys {
+    return new OsPartitionKeys(keys, partitionOf(deviceId, partitions));
+  }
+
+  /** Which router replica serves the partition's devices (SET NX PX, renewed while held). */
+  get lease(): string {
+    return `${this.base}:lease`;
+  }
+
+  /**
+   * deviceIds of the partition that are active: their Lamp is connected, or they have pending runs, queued commands
+   * or held results. The device-gateway adds a device after the step that made it active; the router removes it
+   * once it has been idle for a grace period (and adds it back when its re-check finds it active after all).
+   */
+  get devices(): string {
+    return `${this.base}:devices`;
+  }
+
+  /** Pub/sub channel naming a device of the partition that has new commands or just became active. */
+  get wake(): string {
+    return `${this.base}:wake`;
+  }
+}
+
+/** Router replicas alive now: a zset of owner names scored by when their heartbeat runs out (epoch ms). */
+export function routerReplicasKey(keys: Keyspace): string {
+  return keys.key("os", "router-replicas");
+}
+
+/** Every partition's active-device set (the console's list of devices the routers serve). */
+export function activeDeviceKeys(keys: Keyspace, partitions: number): string[] {
+  return Array.from({ length: partitions }, (_, partition) => new OsPartitionKeys(keys, partition).devices);
 }

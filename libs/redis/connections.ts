@@ -1,6 +1,14 @@
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "../logging/logger.js";
 import type { OutageLogFilter } from "./outage-log-filter.js";
+import type { RedisClient } from "./redis-client.js";
+import { Subscriber } from "./subscriber.js";
+
+/** A seed node of a Redis Cluster (REDIS_CLUSTER_NODES). */
+export interface ClusterNode {
+  host: string;
+  port: number;
+}
 
 const retryStrategy = (attempt: number) => Math.min(attempt * 100, 1_000);
 
@@ -11,20 +19,69 @@ export interface RedisConnectionsOptions {
   commandTimeoutMs?: number;
   /** The host logger's filter: told when an outage starts and ends (see OutageLogFilter). */
   outageLog?: OutageLogFilter;
+  /** Seeds of a Redis Cluster: every connection is an ioredis Cluster client and the URL is not used. */
+  clusterNodes?: readonly ClusterNode[];
 }
 
 /**
- * Hands out Redis connections: one shared connection for ordinary commands and a dedicated one for every
- * blocking loop (a blocked XREADGROUP must never hold up other commands). All are closed together.
+ * Opens one connection of either kind with these options: a `Redis` to the URL, or a `Cluster` from the seeds
+ * (the options then apply to each node's connection; the cluster client routes every command to its key's node).
+ * On a cluster only the URL's credentials are used: the same user and password on every node.
+ */
+export function openRedisClient(
+  url: string,
+  clusterNodes: readonly ClusterNode[] | undefined,
+  options: RedisOptions,
+): RedisClient {
+  if (clusterNodes === undefined || clusterNodes.length === 0) return new Redis(url, options);
+  const { retryStrategy: clusterRetryStrategy, enableReadyCheck, lazyConnect, ...redisOptions } = options;
+  return new Cluster([...clusterNodes], {
+    clusterRetryStrategy,
+    enableReadyCheck,
+    lazyConnect,
+    redisOptions: { ...credentialsOf(url), ...redisOptions },
+    // A moved slot (a failover, a node restart) is retried on the node that now owns it.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+  });
+}
+
+/** The user and password of a `redis://user:password@host` URL, if it names them. */
+function credentialsOf(url: string): Pick<RedisOptions, "username" | "password"> {
+  const { username, password } = new URL(url);
+  return {
+    ...(username ? { username: decodeURIComponent(username) } : {}),
+    ...(password ? { password: decodeURIComponent(password) } : {}),
+  };
+}
+
+/** The URL of one cluster node with the deployment URL's credentials. */
+function nodeUrl(url: string, node: ClusterNode): string {
+  const address = new URL(url);
+  address.hostname = node.host;
+  address.port = String(node.port);
+  address.pathname = "";
+  return address.toString();
+}
+
+/**
+ * Hands out Redis connections: one shared connection for ordinary commands, a dedicated one for every blocking
+ * loop (a blocked XREADGROUP must never hold up other commands) and one for every subscriber. All are closed
+ * together.
  *
  * The two roles behave differently when Redis goes away. The command connection fails fast (bounded command
  * timeout, no retry of a command across reconnects), so a request answers at once and a handler's error reaches
  * its caller. A blocking connection keeps its command queued across reconnects, so a reader simply resumes. The
  * command connection's status is Redis's availability: one log line when it goes, one when it is back.
+ *
+ * On Redis Cluster every connection is a Cluster client with a connection per master node; a blocking read goes to
+ * its key's node and blocks only that client's connection to it, which is why a blocking loop still gets a client
+ * of its own. A process's connections are (1 + its blocking loops) x the masters: bounded by configuration.
  */
 export class RedisConnections {
-  readonly command: Redis;
-  private readonly opened = new Set<Redis>();
+  readonly command: RedisClient;
+  private readonly opened = new Set<RedisClient>();
+  private readonly subscribers = new Set<Subscriber>();
   private up = false;
   private downSince: number | undefined;
   private lastError: string | undefined;
@@ -45,10 +102,29 @@ export class RedisConnections {
   }
 
   /** A new connection reserved for one blocking loop; commands wait across reconnects instead of failing. */
-  blocking(purpose: string): Redis {
+  blocking(purpose: string): RedisClient {
     const connection = this.open(purpose, { maxRetriesPerRequest: null });
     connection.once("end", () => this.opened.delete(connection));
     return connection;
+  }
+
+  /**
+   * A new pub/sub connection. On a cluster it is a plain connection to one node (every node hears every PUBLISH)
+   * and moves to the next seed when that node fails.
+   */
+  subscriber(purpose: string): Subscriber {
+    const { clusterNodes } = this.options;
+    const addresses =
+      clusterNodes === undefined || clusterNodes.length === 0
+        ? [this.url]
+        : clusterNodes.map((node) => nodeUrl(this.url, node));
+    const subscriber = new Subscriber({
+      addresses,
+      connectionName: `lampline:${purpose}`,
+      onError: (error) => (this.lastError = error.message),
+    });
+    this.subscribers.add(subscriber);
+    return subscriber;
   }
 
   /** Whether the shared connection is connected and ready now (no round trip). */
@@ -93,6 +169,7 @@ export class RedisConnections {
 
   async close(): Promise<void> {
     this.closing = true;
+    for (const subscriber of this.subscribers) subscriber.close();
     await Promise.all(
       [...this.opened].map(async (connection) => {
         if (connection.status !== "ready") return connection.disconnect();
@@ -127,8 +204,8 @@ export class RedisConnections {
     this.options.outageLog?.outageStarted();
   }
 
-  private open(purpose: string, options: RedisOptions): Redis {
-    const connection = new Redis(this.url, {
+  private open(purpose: string, options: RedisOptions): RedisClient {
+    const connection = openRedisClient(this.url, this.options.clusterNodes, {
       retryStrategy,
       enableReadyCheck: true,
       connectionName: `lampline:${purpose}`,

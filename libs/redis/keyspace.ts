@@ -1,17 +1,28 @@
 /**
  * One place that says how keys are named. Every key carries the deployment prefix (tests use a fresh prefix per
  * file) and per-device state carries a hash tag so each device's atomic steps touch one Redis Cluster slot.
+ * `partitions` is the deployment's STREAM_PARTITIONS: how many partitions a partitioned pipeline stream has.
  */
 export class Keyspace {
-  constructor(readonly prefix: string) {}
-
-  /** A Redis Stream of the pipeline (`harness.evidence`, `os.routed`, ...). */
-  stream(name: string): string {
-    return `${this.prefix}:stream:${name}`;
+  constructor(
+    readonly prefix: string,
+    readonly partitions = 1,
+  ) {
+    if (!Number.isInteger(partitions) || partitions < 1)
+      throw new RangeError(`partitions must be a positive integer, got ${partitions}`);
   }
 
-  deadLetter(streamName: string): string {
-    return `${this.stream(streamName)}:dlq`;
+  /**
+   * One partition of a Redis Stream of the pipeline (`harness.evidence`, `os.routed`, ...):
+   * `<prefix>:stream:{<name>:<partition>}`. A stream that is not partitioned has partition 0 only. The hash tag is
+   * the stream and partition, so a partition and its dead letters share one slot and partitions spread over nodes.
+   */
+  stream(name: string, partition = 0): string {
+    return `${this.prefix}:stream:{${name}:${partition}}`;
+  }
+
+  deadLetter(streamName: string, partition = 0): string {
+    return `${this.stream(streamName, partition)}:dlq`;
   }
 
   /** Base of a device's Harness-side state; everything under it shares one hash slot. */
@@ -39,9 +50,12 @@ export class Keyspace {
     return this.key("os", "lamp-gateway", gatewayInstanceId, "alive");
   }
 
-  /** The key prefix BullMQ queues use (`<prefix>:bull`): the playback worker's and the console's board's. */
+  /**
+   * The key prefix BullMQ queues use (`{<prefix>:bull}`): the playback worker's and the console's board's. It is a
+   * hash tag, so every key of a queue lands in one Redis Cluster slot (BullMQ's scripts touch several at once).
+   */
   get bullPrefix(): string {
-    return `${this.prefix}:bull`;
+    return `{${this.prefix}:bull}`;
   }
 
   /** Any other key: prefix plus parts. */

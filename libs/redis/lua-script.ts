@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-client.js";
 import type { z } from "zod";
 
 const FILE_NAME = /^([a-z][a-z0-9-]*)-(\d+)\.lua$/;
@@ -61,7 +61,7 @@ export class LuaScript<Reply extends z.ZodType> {
   }
 
   async run(
-    redis: Redis,
+    redis: RedisClient,
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<z.infer<Reply>> {
@@ -75,7 +75,7 @@ export class LuaScript<Reply extends z.ZodType> {
   }
 
   private async call(
-    redis: Redis,
+    redis: RedisClient,
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<unknown> {

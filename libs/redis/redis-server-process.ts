@@ -14,12 +14,17 @@ export interface RedisServerOptions {
   appendfsync?: "always" | "everysec" | "no";
   /** Clients must AUTH with it; it goes into the 0600 config file, never onto the command line. */
   password?: string;
+  /** A Redis Cluster node (`cluster-enabled yes`, its node table kept in `<dir>/nodes.conf` across restarts). */
+  cluster?: boolean;
 }
 
 /** redis-server could not start: the reason is its own last log line (e.g. the port is in use). */
 export class RedisServerStartError extends Error {}
 
 const READY_TIMEOUT_MS = 10_000;
+
+/** Field values up to this many bytes keep a hash in the compact listpack encoding (Redis's default is 64). */
+export const HASH_MAX_LISTPACK_VALUE = 1024;
 
 /** Ports handed out by freePort: below Linux's ephemeral range (32768+) where listen(0) and outgoing sockets draw. */
 const FREE_PORT_RANGE = { from: 20_000, to: 32_000 };
@@ -131,10 +136,15 @@ export class RedisServerProcess {
       "daemonize no",
       "loglevel warning",
       "maxmemory-policy noeviction",
+      // Run, result, outbox and playback hashes carry texts and JSON longer than the default 64 bytes, which
+      // turns them into hash tables at twice the size; docs/operations.md "Redis settings".
+      `hash-max-listpack-value ${HASH_MAX_LISTPACK_VALUE}`,
       `appendonly ${this.options.appendonly === false ? "no" : "yes"}`,
       `appendfsync ${this.options.appendfsync ?? "everysec"}`,
     ];
     if (this.options.password) lines.push(`requirepass "${this.options.password}"`);
+    if (this.options.cluster)
+      lines.push("cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 2000");
     return `${lines.join("\n")}\n`;
   }
 

@@ -70,8 +70,9 @@ export async function hostServices(
   const connections = new RedisConnections(base.REDIS_URL, log, {
     commandTimeoutMs: settings.REDIS_COMMAND_TIMEOUT_MS,
     outageLog,
+    clusterNodes: base.REDIS_CLUSTER_NODES,
   });
-  const keys = new Keyspace(base.KEY_PREFIX);
+  const keys = new Keyspace(base.KEY_PREFIX, base.STREAM_PARTITIONS);
   const http = await createServiceServer({ log, metrics, health });
   answerUnavailableWhileRedisDown(http, connections);
   health.addReadiness("redis", () => connections.ping());

@@ -8,6 +8,8 @@ export const STREAM_CONSUMER_ENV = {
   claimMinIdleMs: "STREAM_CLAIM_MIN_IDLE_MS",
   maxDeliveries: "STREAM_MAX_DELIVERIES",
   retryDelayMs: "STREAM_RETRY_DELAY_MS",
+  trimIntervalMs: "STREAM_TRIM_INTERVAL_MS",
+  deadLetterMaxLength: "DEAD_LETTER_MAX_LENGTH",
 } as const satisfies Record<keyof StreamConsumerSettings, keyof BaseEnv>;
 
 /** The host's consumer settings, read from the variables named in STREAM_CONSUMER_ENV. */
@@ -19,5 +21,7 @@ export function consumerSettingsOf(base: BaseEnv): StreamConsumerSettings {
     claimMinIdleMs: base[env.claimMinIdleMs],
     maxDeliveries: base[env.maxDeliveries],
     retryDelayMs: base[env.retryDelayMs],
+    trimIntervalMs: base[env.trimIntervalMs],
+    deadLetterMaxLength: base[env.deadLetterMaxLength],
   };
 }

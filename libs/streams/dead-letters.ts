@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../redis/keyspace.js";
 import { fieldValue, type RawEntry } from "./stream-entry.js";
@@ -24,38 +24,58 @@ export function parseDeadLetter([id, fields]: RawEntry): DeadLetter {
   return deadLetterSchema.parse({ id, ...named, payload: fieldValue(fields, PAYLOAD_FIELD) ?? "" });
 }
 
-/** The newest dead letters of a stream and how many it holds. */
+/** Every partition's dead-letter key of a stream (a stream that is not partitioned only ever fills partition 0). */
+function deadLetterKeys(keys: Keyspace, streamName: string): string[] {
+  return Array.from({ length: keys.partitions }, (_, partition) => keys.deadLetter(streamName, partition));
+}
+
+/** The newest dead letters of a stream, over all its partitions, and how many it holds. */
 export async function newestDeadLetters(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   streamName: string,
   count: number,
 ): Promise<{ total: number; entries: DeadLetter[] }> {
-  const key = keys.deadLetter(streamName);
-  const [total, entries] = await Promise.all([
-    redis.xlen(key),
-    redis.xrevrange(key, "+", "-", "COUNT", count),
-  ]);
-  return { total, entries: entries.map(parseDeadLetter) };
+  const perPartition = await Promise.all(
+    deadLetterKeys(keys, streamName).map(async (key) => {
+      const [total, entries] = await Promise.all([
+        redis.xlen(key),
+        redis.xrevrange(key, "+", "-", "COUNT", count),
+      ]);
+      return { total, entries: entries.map(parseDeadLetter) };
+    }),
+  );
+  const entries = perPartition
+    .flatMap((partition) => partition.entries)
+    .sort((a, b) => b.failedAt.localeCompare(a.failedAt))
+    .slice(0, count);
+  return { total: perPartition.reduce((sum, partition) => sum + partition.total, 0), entries };
 }
 
 /**
  * Moves a dead letter back onto its stream as a new entry (its consumer group reads it like any other), then removes
  * it from the dead letters. Append first: a crash in between leaves it in both places, never in neither, and two
  * operators redriving at once append it twice. Both are harmless, since every consumer is idempotent on business
- * identity. The two keys are in different hash slots, so one script could not hold both on Redis Cluster.
+ * identity. The letter goes back to the partition it came from (its dead-letter stream shares that partition's slot).
  */
 export async function redriveDeadLetter(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   streamName: string,
   entryId: string,
 ): Promise<{ redrivenAs: string } | undefined> {
-  const key = keys.deadLetter(streamName);
-  const [entry] = await redis.xrange(key, entryId, entryId);
-  if (!entry) return undefined;
-  const letter = parseDeadLetter(entry);
-  const redrivenAs = await redis.xadd(keys.stream(streamName), "*", PAYLOAD_FIELD, letter.payload);
-  await redis.xdel(key, entryId);
-  return { redrivenAs: redrivenAs ?? "" };
+  for (const [partition, key] of deadLetterKeys(keys, streamName).entries()) {
+    const [entry] = await redis.xrange(key, entryId, entryId);
+    if (!entry) continue;
+    const letter = parseDeadLetter(entry);
+    const redrivenAs = await redis.xadd(
+      keys.stream(streamName, partition),
+      "*",
+      PAYLOAD_FIELD,
+      letter.payload,
+    );
+    await redis.xdel(key, entryId);
+    return { redrivenAs: redrivenAs ?? "" };
+  }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 import type { z } from "zod";
 import type { Logger } from "../logging/logger.js";
 import type { Keyspace } from "../redis/keyspace.js";
@@ -10,6 +10,7 @@ import type { Registry } from "prom-client";
 import { sleep } from "../timing/sleep.js";
 import { errorMessage } from "../errors/error-message.js";
 import { isRedisUnavailableError } from "../redis/redis-errors.js";
+import { capDeadLetters, trimConsumedEntries } from "./stream-trim.js";
 
 export interface StreamEntry<T> {
   id: string;
@@ -24,12 +25,17 @@ export interface StreamConsumerSettings {
   claimMinIdleMs: number;
   maxDeliveries: number;
   retryDelayMs: number;
+  /** Trim the stream of what every group is past, and cap its dead letters, this often (absent: never). */
+  trimIntervalMs?: number;
+  deadLetterMaxLength?: number;
 }
 
 export interface StreamConsumerOptions<S extends z.ZodType> {
   connections: RedisConnections;
   keys: Keyspace;
   stream: { name: string; schema: S };
+  /** Which partition of the stream this consumer reads (0, the only one, when the stream is not partitioned). */
+  partition?: number;
   group: string;
   consumer: string;
   settings: StreamConsumerSettings;
@@ -54,7 +60,7 @@ export interface StreamConsumerOptions<S extends z.ZodType> {
 export class StreamConsumer<S extends z.ZodType> {
   private readonly streamKey: string;
   private readonly deadLetterKey: string;
-  private readonly reader: Redis;
+  private readonly reader: RedisClient;
   private readonly metrics: StreamMetrics;
   private readonly lastErrors = new Map<string, string>();
   private stopping = false;
@@ -63,11 +69,13 @@ export class StreamConsumer<S extends z.ZodType> {
   private loop: Promise<void> | undefined;
   private lastBeatAt = Date.now();
   private nextClaimAt = 0;
+  private nextTrimAt = 0;
 
   constructor(private readonly options: StreamConsumerOptions<S>) {
-    this.streamKey = options.keys.stream(options.stream.name);
-    this.deadLetterKey = options.keys.deadLetter(options.stream.name);
-    this.reader = options.connections.blocking(`${options.stream.name}/${options.group}`);
+    const partition = options.partition ?? 0;
+    this.streamKey = options.keys.stream(options.stream.name, partition);
+    this.deadLetterKey = options.keys.deadLetter(options.stream.name, partition);
+    this.reader = options.connections.blocking(`${options.stream.name}:${partition}/${options.group}`);
     this.metrics = StreamMetrics.of(options.metrics);
     this.stopped = new Promise((resolve) => (this.signalStopped = resolve));
     this.metrics.watch({
@@ -80,7 +88,8 @@ export class StreamConsumer<S extends z.ZodType> {
   }
 
   get name(): string {
-    return `${this.options.stream.name}/${this.options.group}`;
+    const { stream, group, partition } = this.options;
+    return partition === undefined ? `${stream.name}/${group}` : `${stream.name}:${partition}/${group}`;
   }
 
   async start(): Promise<void> {
@@ -116,6 +125,7 @@ export class StreamConsumer<S extends z.ZodType> {
       this.lastBeatAt = Date.now();
       try {
         if (Date.now() >= this.nextClaimAt) await this.reclaimStale();
+        if (Date.now() >= this.nextTrimAt) await this.trim();
         const reading: string = pendingCursor ?? ">";
         const entries = await this.read(reading);
         if (pendingCursor !== undefined && entries.length === 0) {
@@ -160,6 +170,16 @@ export class StreamConsumer<S extends z.ZodType> {
       cursor,
     )) as [string, RawEntry[]][] | null;
     return (reply?.[0]?.[1] ?? []).filter((entry) => entry[1] !== null);
+  }
+
+  /** Bounded state: what every group is past goes, and about the newest `deadLetterMaxLength` dead letters stay. */
+  private async trim(): Promise<void> {
+    const { trimIntervalMs, deadLetterMaxLength } = this.options.settings;
+    this.nextTrimAt = trimIntervalMs === undefined ? Infinity : Date.now() + trimIntervalMs;
+    if (trimIntervalMs === undefined) return;
+    await trimConsumedEntries(this.options.connections.command, this.streamKey);
+    if (deadLetterMaxLength !== undefined)
+      await capDeadLetters(this.options.connections.command, this.deadLetterKey, deadLetterMaxLength);
   }
 
   /** Entries of consumers that died mid-batch become ours after they sat idle long enough. */

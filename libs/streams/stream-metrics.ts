@@ -1,15 +1,18 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 
 interface WatchedGroup {
-  redis: Redis;
+  redis: RedisClient;
   streamKey: string;
   stream: string;
   group: string;
   deadLetterKey: string;
 }
 
-/** RED metrics per consumer group plus lag, pending and dead-letter size, read from Redis at scrape time. */
+/**
+ * RED metrics per consumer group plus lag, pending and dead-letter size, read from Redis at scrape time. A
+ * partitioned stream is watched once per partition; its gauges are the sums over the partitions.
+ */
 export class StreamMetrics {
   readonly processed: Counter<"stream" | "group">;
   readonly failed: Counter<"stream" | "group">;
@@ -51,7 +54,7 @@ export class StreamMetrics {
       labelNames,
       registers: [registry],
       async collect() {
-        for (const group of watched.values()) this.set(labelsOf(group), (await groupInfo(group)).lag);
+        await setSums(this, watched, async (group) => (await groupInfo(group)).lag);
       },
     });
     new Gauge({
@@ -60,7 +63,7 @@ export class StreamMetrics {
       labelNames,
       registers: [registry],
       async collect() {
-        for (const group of watched.values()) this.set(labelsOf(group), (await groupInfo(group)).pending);
+        await setSums(this, watched, async (group) => (await groupInfo(group)).pending);
       },
     });
     new Gauge({
@@ -69,9 +72,15 @@ export class StreamMetrics {
       labelNames: ["stream"],
       registers: [registry],
       async collect() {
+        const lengths = new Map<string, number>();
+        const seen = new Set<string>();
         for (const group of watched.values()) {
-          this.set({ stream: group.stream }, await safeLength(group.redis, group.deadLetterKey));
+          if (seen.has(group.deadLetterKey)) continue;
+          seen.add(group.deadLetterKey);
+          const length = await safeLength(group.redis, group.deadLetterKey);
+          lengths.set(group.stream, (lengths.get(group.stream) ?? 0) + length);
         }
+        for (const [stream, length] of lengths) this.set({ stream }, length);
       },
     });
   }
@@ -98,6 +107,22 @@ export class StreamMetrics {
 
 const labelsOf = (group: WatchedGroup) => ({ stream: group.stream, group: group.group });
 
+/** Sets the gauge per (stream, group) to the sum of `value` over that group's watched partitions. */
+async function setSums(
+  gauge: Gauge<"stream" | "group">,
+  watched: Map<string, WatchedGroup>,
+  value: (group: WatchedGroup) => Promise<number>,
+): Promise<void> {
+  const sums = new Map<string, { labels: ReturnType<typeof labelsOf>; sum: number }>();
+  for (const group of watched.values()) {
+    const labels = labelsOf(group);
+    const id = `${labels.stream}|${labels.group}`;
+    const sum = (sums.get(id)?.sum ?? 0) + (await value(group));
+    sums.set(id, { labels, sum });
+  }
+  for (const { labels, sum } of sums.values()) gauge.set(labels, sum);
+}
+
 async function groupInfo(group: WatchedGroup): Promise<{ lag: number; pending: number }> {
   try {
     const groups = (await group.redis.xinfo("GROUPS", group.streamKey)) as unknown[][];
@@ -112,7 +137,7 @@ async function groupInfo(group: WatchedGroup): Promise<{ lag: number; pending: n
   return { lag: 0, pending: 0 };
 }
 
-async function safeLength(redis: Redis, key: string): Promise<number> {
+async function safeLength(redis: RedisClient, key: string): Promise<number> {
   try {
     return await redis.xlen(key);
   } catch {

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 import type { z } from "zod";
 import { errorMessage } from "../errors/error-message.js";
 import type { Logger } from "../logging/logger.js";
@@ -21,7 +21,7 @@ export class StreamTail<S extends z.ZodType> {
 
   constructor(
     private readonly options: {
-      reader: Redis;
+      reader: RedisClient;
       streamKey: string;
       schema: S;
       log: Logger;

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../redis/keyspace.js";
 
@@ -21,7 +21,7 @@ export class CrashPoint {
 
   constructor(
     settings: CrashPointSettings,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {
     this.armed = settings.NODE_ENV === "test" && settings.FAILPOINT ? settings.FAILPOINT : undefined;

@@ -38,7 +38,8 @@ drainOnSignals(
 );
 
 try {
-  embedded = env.REDIS_URL ? undefined : await startEmbeddedRedis(env);
+  // A Redis Cluster (REDIS_CLUSTER_NODES) or a named Redis is used as it is; only neither starts a private one.
+  embedded = env.REDIS_URL || env.REDIS_CLUSTER_NODES ? undefined : await startEmbeddedRedis(env);
 } catch (error) {
   if (!(error instanceof EmbeddedRedisError || error instanceof DataDirInUseError)) throw error;
   process.stderr.write(`${error.message}\n`);

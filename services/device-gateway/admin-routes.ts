@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { deviceIdSchema } from "../../libs/auth/tokens.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { revokeLamp } from "./lamp-revocation.js";
@@ -26,7 +26,7 @@ const revokeLampSchema = {
 /** `DELETE /v1/lamp/devices/:deviceId`: operators revoke a device's Lamp credentials; 401/403/400 otherwise. */
 export function registerLampAdminRoutes(
   http: FastifyInstance,
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   auth: LampAuthenticator,
 ): void {

@@ -13,7 +13,7 @@ export const deviceGatewayConfigSchema = z.object({
   /** How long a voice.request waits for the Harness receipt before answering with `receipt: null`. */
   RECEIPT_WAIT_MS: envInt(5_000, 0, 60_000),
   /** How often each connected device's run.update log is re-read, in case a pub/sub notice was lost. */
-  RUN_UPDATE_SWEEP_MS: envInt(5_000, 100, 600_000),
+  RUN_UPDATE_SWEEP_MS: envInt(30_000, 100, 600_000),
   GATEWAY_INSTANCE_ID: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/)

@@ -44,15 +44,22 @@ export const deviceGatewayService = defineService({
       sent: metrics.runUpdates,
       sweepIntervalMs: config.RUN_UPDATE_SWEEP_MS,
     });
-    await updates.listen(ctx.connections.blocking("device-gateway/run-updates"));
+    await updates.listen(ctx.connections.subscriber("device-gateway/run-updates"));
     const frames = new LampFrames({
       redis,
       keys: ctx.keys,
-      registration: new RunRegistration(redis, ctx.keys, instanceId, config.VOICE_TARGET_TTL_MS, {
-        rateBurst: config.LAMP_RATE_LIMIT_BURST,
-        ratePerSecond: config.LAMP_RATE_LIMIT_PER_SECOND,
-        maxPendingRuns: config.LAMP_MAX_PENDING_RUNS,
-      }),
+      registration: new RunRegistration(
+        redis,
+        ctx.keys,
+        instanceId,
+        config.VOICE_TARGET_TTL_MS,
+        {
+          rateBurst: config.LAMP_RATE_LIMIT_BURST,
+          ratePerSecond: config.LAMP_RATE_LIMIT_PER_SECOND,
+          maxPendingRuns: config.LAMP_MAX_PENDING_RUNS,
+        },
+        ctx.base.STREAM_PARTITIONS,
+      ),
       waiters,
       updates,
       receiptWaitMs: config.RECEIPT_WAIT_MS,
@@ -89,18 +96,18 @@ export const deviceGatewayService = defineService({
     ctx.health.addLiveness("device-gateway/delivery", () => deliveryTail.isAlive());
 
     const auth = new LampAuthenticator(redis, ctx.keys, config.AUTH_JWT_SECRET);
-    await watchLampRevocations(
-      ctx.connections.blocking("device-gateway/revocations"),
-      ctx.keys,
-      (deviceId) => {
+    await watchLampRevocations(ctx.connections.subscriber("device-gateway/revocations"), ctx.keys, {
+      revoked: (deviceId) => {
         connections.enforceRevocation(deviceId).catch((error: unknown) => {
           ctx.log.warn({ deviceId, err: errorMessage(error) }, "revoked sockets not closed");
         });
       },
-    );
+      recheckAll: () => void connections.enforceAllRevocations(),
+    });
     registerLampRoute(ctx.http, {
       redis,
       keys: ctx.keys,
+      partitions: ctx.base.STREAM_PARTITIONS,
       auth,
       frames,
       connections,

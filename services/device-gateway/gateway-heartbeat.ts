@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -15,7 +15,7 @@ export class GatewayHeartbeat {
 
   constructor(
     private readonly options: {
-      redis: Redis;
+      redis: RedisClient;
       keys: Keyspace;
       instanceId: string;
       intervalMs: number;

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { WebSocket } from "ws";
 import { z } from "zod";
 import { issuedBeforeRevocation } from "../../libs/auth/tokens.js";
@@ -16,13 +16,15 @@ const presenceScript = LuaScript.fromFile(
 
 /** Close code for a socket whose token was revoked (as on the Harness transport). */
 const REVOKED_CLOSE_CODE = 4001;
+/** Devices refreshed or checked at once (one round trip each, pipelined on the shared connection). */
+const DEVICE_BATCH = 500;
 
 /**
  * The Lamp sockets this gateway instance holds, by device, with the issue time of the token each authenticated
  * with, and the presence key that tells the playback worker which instance to deliver to: set on connect,
  * refreshed every third of its TTL, removed on the last close (only while it still names this instance). A socket
- * whose token the device's revocation covers is closed, on the revocation notice and again at every refresh (a
- * notice is fire-and-forget).
+ * whose token the device's revocation covers is closed on the revocation notice, and every socket is checked again
+ * when the notice subscription comes back (a notice is missed only while it is away).
  */
 export class LampConnections {
   /** deviceId → socket → token `iat` (seconds). */
@@ -31,7 +33,7 @@ export class LampConnections {
 
   constructor(
     private readonly options: {
-      redis: Redis;
+      redis: RedisClient;
       keys: Keyspace;
       instanceId: string;
       presenceTtlMs: number;
@@ -86,13 +88,24 @@ export class LampConnections {
       if (issuedBeforeRevocation(issuedAt, revokedAt)) socket.close(REVOKED_CLOSE_CODE, "revoked");
   }
 
-  private async refreshAll(): Promise<void> {
-    for (const deviceId of this.sockets.keys()) {
-      await this.presence(deviceId, "refresh");
-      await this.enforceRevocation(deviceId).catch((error: unknown) =>
+  /** Checks every connected device against its revocation (after the revocation subscription was away). */
+  async enforceAllRevocations(): Promise<void> {
+    await this.forEachDevice((deviceId) =>
+      this.enforceRevocation(deviceId).catch((error: unknown) =>
         this.options.log.warn({ deviceId, err: errorMessage(error) }, "revocation not checked"),
-      );
-    }
+      ),
+    );
+  }
+
+  private refreshAll(): Promise<void> {
+    return this.forEachDevice((deviceId) => this.presence(deviceId, "refresh"));
+  }
+
+  /** Runs `step` for every connected device, a batch at a time (pipelined on the shared connection). */
+  private async forEachDevice(step: (deviceId: string) => Promise<void>): Promise<void> {
+    const deviceIds = [...this.sockets.keys()];
+    for (let start = 0; start < deviceIds.length; start += DEVICE_BATCH)
+      await Promise.all(deviceIds.slice(start, start + DEVICE_BATCH).map(step));
   }
 
   private async presence(deviceId: string, mode: "claim" | "refresh" | "release"): Promise<void> {

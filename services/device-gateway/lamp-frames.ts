@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { WebSocket } from "ws";
 import type { Counter } from "prom-client";
 import { z } from "zod";
@@ -72,7 +72,7 @@ const errorAnswer = (type: string, requestId: string | null, code: LampErrorCode
 export class LampFrames {
   constructor(
     private readonly deps: {
-      redis: Redis;
+      redis: RedisClient;
       keys: Keyspace;
       registration: RunRegistration;
       waiters: ReceiptWaiters;

@@ -1,7 +1,8 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { HarnessDeviceKeys, revocationsChannel } from "../../libs/harness-store/harness-keys.js";
-import { knownDevicesKey, lampRevocationsChannel, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { lampRevocationsChannel, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import type { Subscriber } from "../../libs/redis/subscriber.js";
 
 export interface LampRevocationReport {
   deviceId: string;
@@ -11,20 +12,20 @@ export interface LampRevocationReport {
 /**
  * Revokes a device everywhere at once, from the OS side: tokens issued until now are refused at `/v1/lamp/ws` and the
  * OS API (the OS's record) and at `/v1/harness/ws` (the Harness's record, same hash tag); every gateway closes the
- * device's Lamp sockets and Harness sessions, the router's included. The device leaves the known set, so the router
- * opens no new session for it until its Lamp connects again with a newer token. Its runs and results stay (the
+ * device's Lamp sockets and Harness sessions, the router's included. `B:session-revoked` is set, so the router
+ * opens no new session for it (and lets it go once idle) until its Lamp connects again with a newer token. Its runs and results stay (the
  * owner's history), and so does its Harness data (that is the Harness revocation's job).
  */
 export async function revokeLamp(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceId: string,
   now = Date.now(),
 ): Promise<LampRevocationReport> {
-  // Out of the known set before any session is told to close, so the router's reconnect finds it gone.
-  await redis.srem(knownDevicesKey(keys), deviceId);
+  // Marked before any session is told to close, so the router's reconnect finds the mark.
   await redis
     .multi()
+    .set(new OsDeviceKeys(keys, deviceId).sessionRevoked, String(now))
     .set(new OsDeviceKeys(keys, deviceId).revokedAt, String(now))
     .set(new HarnessDeviceKeys(keys, deviceId).revokedAt, String(now))
     .publish(lampRevocationsChannel(keys), deviceId)
@@ -35,7 +36,7 @@ export async function revokeLamp(
 
 /** When the device was last revoked (epoch ms), if ever. */
 export async function lampRevokedAt(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceId: string,
 ): Promise<number | undefined> {
@@ -43,15 +44,20 @@ export async function lampRevokedAt(
   return value === null ? undefined : Number(value);
 }
 
-/** Calls `revoked(deviceId)` for each revocation published by any gateway or the CLI (on a dedicated connection). */
+/**
+ * Calls `revoked(deviceId)` for each revocation published by any gateway or the CLI (on a dedicated connection).
+ * The revocation is published in the same MULTI that records it, so one is missed only while this subscriber is
+ * disconnected: `recheckAll` runs whenever the subscription is (re)established.
+ */
 export async function watchLampRevocations(
-  subscriber: Redis,
+  subscriber: Subscriber,
   keys: Keyspace,
-  revoked: (deviceId: string) => void,
+  handlers: { revoked: (deviceId: string) => void; recheckAll: () => void },
 ): Promise<void> {
   const channel = lampRevocationsChannel(keys);
-  subscriber.on("message", (from: string, deviceId: string) => {
-    if (from === channel) revoked(deviceId);
+  subscriber.onMessage((from, deviceId) => {
+    if (from === channel) handlers.revoked(deviceId);
   });
+  subscriber.onResubscribed(handlers.recheckAll);
   await subscriber.subscribe(channel);
 }

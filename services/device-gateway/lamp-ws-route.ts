@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Gauge } from "prom-client";
 import type { WebSocket } from "ws";
 import type { Principal } from "../../libs/auth/tokens.js";
@@ -7,7 +7,8 @@ import { errorMessage } from "../../libs/errors/error-message.js";
 import { keepSocketAlive, type KeepaliveSettings } from "../../libs/http/socket-keepalive.js";
 import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { knownDevicesKey } from "../../libs/os-store/os-keys.js";
+import { markDeviceActive } from "../../libs/os-store/device-activity.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { LampConnections } from "./lamp-connections.js";
 import type { LampFrames } from "./lamp-frames.js";
@@ -39,8 +40,9 @@ const lampUpgradeSchema = {
 export function registerLampRoute(
   http: FastifyInstance,
   options: {
-    redis: Redis;
+    redis: RedisClient;
     keys: Keyspace;
+    partitions: number;
     auth: LampAuthenticator;
     frames: LampFrames;
     connections: LampConnections;
@@ -101,16 +103,19 @@ export function registerLampRoute(
         void connections.remove(deviceId, socket);
       });
       void connected(deviceId, socket, authenticated.issuedAt);
-      void redis.sadd(knownDevicesKey(keys), deviceId).catch((error: unknown) => {
-        log.warn({ deviceId, err: errorMessage(error) }, "device not added to the known set");
-      });
     },
   );
 
-  /** Presence first (a waiting playback is then sent to this instance), then the wake-up for waiting playbacks. */
+  /**
+   * Presence first (a waiting playback is then sent to this instance, and the device counts as active), then the
+   * device is un-revoked (its token is newer than any revocation) and marked active for the routers, then the
+   * wake-up for waiting playbacks.
+   */
   async function connected(deviceId: string, socket: WebSocket, issuedAt: number): Promise<void> {
     try {
       await connections.add(deviceId, socket, issuedAt);
+      await redis.del(new OsDeviceKeys(keys, deviceId).sessionRevoked);
+      await markDeviceActive(redis, keys, options.partitions, deviceId);
       await appendToStream(redis, keys, LAMP_STREAMS.lampEvents, {
         kind: "lamp.connected",
         deviceId,

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { expiredHeldResultSchema, expiredHeldResultView } from "../../libs/os-store/expired-held-result.js";
 import { heldResultSchema, heldResultView } from "../../libs/os-store/held-result.js";
@@ -18,7 +18,7 @@ const MAX_LISTED = 200;
  */
 export class OsQueries {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {}
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { authenticateBearer, type BearerAuthentication } from "../../libs/auth/bearer-auth.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { lampRevokedAt } from "./lamp-revocation.js";
@@ -10,7 +10,7 @@ import { lampRevokedAt } from "./lamp-revocation.js";
  */
 export class LampAuthenticator {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly secret: string,
   ) {}

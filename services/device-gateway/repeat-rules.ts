@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { LampErrorCode } from "../../libs/contract/lamp-wire.js";
 import { outboxEntrySchema } from "../../libs/contract/os-playback.js";
 import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
@@ -18,7 +18,7 @@ export interface RepeatRefusal {
  * destination. Other suppressions (expired, cancelled run) do not bind an explicit repeat.
  */
 export async function repeatRefusal(
-  redis: Redis,
+  redis: RedisClient,
   device: OsDeviceKeys,
   resultId: string,
 ): Promise<RepeatRefusal | undefined> {

@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import type { VoiceRequest } from "../../libs/contract/lamp-wire.js";
 import { deviceCommandSchema } from "../../libs/contract/device-commands.js";
-import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { markDeviceActive } from "../../libs/os-store/device-activity.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
+import { osRetentionIndex } from "../../libs/retention/retention-keys.js";
 
 /**
  * `{status, runId, idempotencyKey}`; runId is empty when nothing was registered (key taken, a limit reached); a
@@ -53,16 +55,16 @@ export type Cancellation = z.infer<typeof cancellationSchema>;
  */
 export class RunRegistration {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly gatewayInstanceId: string,
     private readonly voiceTargetTtlMs: number,
     private readonly limits: RunLimits,
+    private readonly partitions: number,
   ) {}
 
   async register(deviceId: string, request: VoiceRequest, now = Date.now()): Promise<Registration> {
     const device = new OsDeviceKeys(this.keys, deviceId);
-    await this.redis.sadd(knownDevicesKey(this.keys), deviceId);
     const runId = randomUUID();
     const expiresAt = request.voiceTarget.expiresAt
       ? Date.parse(request.voiceTarget.expiresAt)
@@ -97,7 +99,13 @@ export class RunRegistration {
     );
     if (reply[0] === "rate_limited") return { status: reply[0], retryAfterMs: reply[2] };
     const [status, storedRunId, idempotencyKey] = reply;
-    if (status === "created" || status === "existing") return { status, runId: storedRunId, idempotencyKey };
+    // After the step that stored the run: the run-resolver's retention sweep finds the device through this index.
+    if (status === "created") await osRetentionIndex(this.redis, this.keys).list(deviceId, now);
+    if (status === "created" || status === "existing") {
+      // After the step that queued the send: the router holding the partition opens the session or reads it.
+      await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);
+      return { status, runId: storedRunId, idempotencyKey };
+    }
     if (status === "key_taken") return { status, idempotencyKey };
     if (status === "too_many_pending") return { status, maxPendingRuns: this.limits.maxPendingRuns };
     return { status };
@@ -106,11 +114,14 @@ export class RunRegistration {
   async cancel(deviceId: string, runId: string, now = Date.now()): Promise<Cancellation> {
     const device = new OsDeviceKeys(this.keys, deviceId);
     const command = deviceCommandSchema.parse({ kind: "stop", runId, at: now });
-    return cancelRunScript.run(
+    const cancellation = await cancelRunScript.run(
       this.redis,
       [device.base],
       [runId, randomUUID(), now, JSON.stringify(command)],
     );
+    if (cancellation === "stop_queued")
+      await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);
+    return cancellation;
   }
 
   /** The key the Harness will know this run by: fresh per run, never derived from the request. */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Counter } from "prom-client";
 import type { WebSocket } from "ws";
 import { runUpdateFrame, runUpdateRecordSchema } from "../../libs/contract/run-update.js";
@@ -7,6 +7,7 @@ import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, runUpdatesChannelPattern } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { parseEntryPayload } from "../../libs/streams/stream-entry.js";
+import type { Subscriber } from "../../libs/redis/subscriber.js";
 
 const PAGE = 100;
 
@@ -14,7 +15,7 @@ const PAGE = 100;
 const updateIdOf = (entryId: string) => Number(entryId.slice(entryId.indexOf("-") + 1));
 
 interface FeedOptions {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keyspace;
   log: Logger;
   sent: Counter;
@@ -114,7 +115,7 @@ class SocketFeed {
 
 /**
  * Sends every Lamp socket its own device's run.update log: live from the moment it connects (woken by the pub/sub
- * notice each append publishes, and by a periodic sweep in case a notice was lost), or from a cursor the Lamp names
+ * notice each append publishes, on a reconnect of that subscription, and by a slow safety-net sweep), or from a cursor the Lamp names
  * with `run.updates_since`. A socket only ever reads its own device's log.
  */
 export class RunUpdateFeed {
@@ -126,9 +127,13 @@ export class RunUpdateFeed {
     this.sweeper.unref();
   }
 
-  /** Subscribes (on a dedicated connection) to every device's update channel. */
-  async listen(subscriber: Redis): Promise<void> {
-    subscriber.on("pmessage", (_pattern: string, _channel: string, deviceId: string) => this.poke(deviceId));
+  /**
+   * Subscribes (on a dedicated connection) to every device's update channel. The append's own script publishes the
+   * notice, so one is lost only while this subscriber is disconnected: every socket re-reads when it is back.
+   */
+  async listen(subscriber: Subscriber): Promise<void> {
+    subscriber.onPatternMessage((_pattern, _channel, deviceId) => this.poke(deviceId));
+    subscriber.onResubscribed(() => this.sweep());
     await subscriber.psubscribe(runUpdatesChannelPattern(this.options.keys));
   }
 

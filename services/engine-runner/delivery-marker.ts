@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
@@ -29,7 +29,7 @@ const claimScript = LuaScript.fromFile(
 
 export class DeliveryMarkers {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     readonly ttlSeconds: number,
   ) {}

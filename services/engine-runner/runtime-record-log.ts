@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { EngineKind } from "../../libs/contract/engine.js";
 import { STREAMS, engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
@@ -6,6 +6,7 @@ import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import type { RunnerMetrics } from "./runner-metrics.js";
+import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
 
 export type RecordBody = EngineRecord["record"];
 
@@ -16,7 +17,7 @@ export interface AgentIdentity {
 }
 
 export interface RecordLogDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keyspace;
   metrics: RunnerMetrics;
   log: Logger;
@@ -54,7 +55,7 @@ export class RuntimeRecordLog {
     startSeq = 0,
   ) {
     this.seq = startSeq;
-    this.streamKey = deps.keys.stream(STREAMS.engineRecords.name);
+    this.streamKey = streamKeyFor(STREAMS.engineRecords, deps.keys, agent);
   }
 
   get lastSeq(): number {

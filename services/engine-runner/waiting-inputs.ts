@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { dispatchInputSchema } from "../../libs/contract/streams.js";
 import type { DispatchInput } from "./protocols/engine-session.js";
 
@@ -15,7 +15,7 @@ export interface WaitingInput {
  */
 export class WaitingInputs {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: string,
   ) {}
 

@@ -1,7 +1,7 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
-import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
+import { ensurePartitionGroups } from "../../libs/streams/stream-writer.js";
 import { limitsOf, parseEvidenceExtractorConfig } from "./config.js";
 import { EvidenceStore } from "./evidence-store.js";
 import { extractorMetrics } from "./extractor-metrics.js";
@@ -16,9 +16,10 @@ export const evidenceExtractorService = defineService({
     const redis = ctx.connections.command;
     // We produce harness.evidence: its consumer group exists before our first entry (DESIGN §2).
     const { engineRecords, harnessEvidence } = STREAM_CATALOG;
-    await ensureConsumerGroup(
+    await ensurePartitionGroups(
       redis,
-      ctx.keys.stream(harnessEvidence.name),
+      ctx.keys,
+      harnessEvidence,
       harnessEvidence.consumers.resultProducer.group,
     );
     const store = new EvidenceStore(redis, ctx.keys, config.EVIDENCE_BINDING_RETENTION_MS);

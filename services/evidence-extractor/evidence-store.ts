@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
@@ -12,6 +12,7 @@ import {
 } from "./identity-binding.js";
 import type { RuntimeState } from "./runtime-state.js";
 import { parseStoredState } from "./stored-state.js";
+import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
 
 /** 1 when applied, 0 when another consumer already moved the runtime on. */
 const advanceRuntime = LuaScript.fromFile(
@@ -33,13 +34,15 @@ export interface LoadedRuntime {
 /**
  * Where the extractor keeps its durable state, all under the agent's hash tag (`<p>:ev:{a:<agentId>}`):
  * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes), `:bindings:<runtimeId>` (hash: what
- * that runtime bound) and `:identity` (hash: the mapping store keyed by native scope, shared by every runtime).
+ * that runtime bound) and `:identity` (hash: the mapping store keyed by native scope, shared by every runtime), each
+ * binding hash with its retention index (`:bindings-at:<runtimeId>`, `:identity-at`: field by last sighting).
  */
 export class EvidenceStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly bindingRetentionMs: number,
+    private readonly now: () => number = Date.now,
   ) {}
 
   async load(agentId: string, runtimeId: string): Promise<LoadedRuntime> {
@@ -51,7 +54,10 @@ export class EvidenceStore {
     return (await this.redis.smembers(`${this.keys.agent(agentId)}:runtimes`)).sort();
   }
 
-  /** Returns how many bindings already existed with different content (should be 0: ids are deterministic). */
+  /**
+   * Returns how many bindings already existed with different content (should be 0: ids are deterministic). Bindings
+   * not seen for the retention are removed on the way, so a long-lived agent's mapping store stays bounded.
+   */
   async persistBindings(agentId: string, runtimeId: string, bindings: IdentityBinding[]): Promise<number> {
     if (bindings.length === 0) return 0;
     const rows = bindings.flatMap((binding) => [
@@ -63,7 +69,7 @@ export class EvidenceStore {
     return bindIdentities.run(
       this.redis,
       [this.keys.agent(agentId)],
-      [runtimeId, this.bindingRetentionMs, ...rows],
+      [runtimeId, this.bindingRetentionMs, this.now(), ...rows],
     );
   }
 
@@ -77,13 +83,21 @@ export class EvidenceStore {
     return this.redis.hgetall(`${this.keys.agent(agentId)}:bindings:${runtimeId}`);
   }
 
-  /** One MULTI per record: its evidence lands whole or not at all. */
+  /**
+   * One MULTI per record: its evidence lands whole or not at all. A record's evidence is its agent's, so it all goes
+   * to the agent's partition: one slot.
+   */
   async emit(evidence: HarnessEvidence[]): Promise<void> {
-    if (evidence.length === 0) return;
-    const stream = this.keys.stream(STREAMS.harnessEvidence.name);
+    const [first] = evidence;
+    if (first === undefined) return;
+    const stream = streamKeyFor(STREAMS.harnessEvidence, this.keys, first);
     const batch = this.redis.multi();
-    for (const entry of evidence)
-      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(STREAMS.harnessEvidence.schema.parse(entry)));
+    for (const entry of evidence) {
+      const checked = STREAMS.harnessEvidence.schema.parse(entry);
+      if (checked.agentId !== first.agentId)
+        throw new Error(`one record's evidence names two agents: ${first.agentId}, ${checked.agentId}`);
+      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(checked));
+    }
     await batch.exec();
   }
 

@@ -19,7 +19,7 @@ export const gatewayEnvSchema = z.object({
   RATE_LIMIT_BURST: envInt(20, 1, 1_000_000),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(1),
   MAX_IN_FLIGHT: envInt(4, 1, 1_000),
-  LIVE_CATCHUP_MS: envInt(1_000, 50, 60_000),
+  LIVE_CATCHUP_MS: envInt(30_000, 50, 600_000),
   DISPATCH_SWEEP_INTERVAL_MS: envInt(5_000, 50, 3_600_000),
   DISPATCH_SWEEP_MIN_AGE_MS: envInt(5_000, 0, 3_600_000),
   ...retentionEnvFields,

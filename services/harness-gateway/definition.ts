@@ -5,7 +5,7 @@ import {
 } from "../../libs/contract/harness-wire.js";
 import { MAX_GROUP_MEMBERS, MAX_RESULT_PAYLOAD_BYTES } from "../../libs/contract/turn-result.js";
 import { defineService } from "../../libs/service/service-context.js";
-import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
+import { ensurePartitionGroups } from "../../libs/streams/stream-writer.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { AgentDirectory } from "./agent-directory.js";
 import { loadGatewayConfig, type GatewayConfig } from "./config.js";
@@ -52,13 +52,14 @@ export const harnessGatewayService = defineService({
     // machines it dispatches to as well, so no dispatch can predate a runner's group.
     const { harnessDispatch } = STREAM_CATALOG;
     for (const machineId of new Set(agents.map((agent) => agent.machineId)))
-      await ensureConsumerGroup(
+      await ensurePartitionGroups(
         redis,
-        ctx.keys.stream(harnessDispatch.name),
+        ctx.keys,
+        harnessDispatch,
         harnessDispatch.consumers.engineRunner(machineId).group,
       );
     const registry = new SessionRegistry(
-      ctx.connections.blocking("harness-gateway/notifications"),
+      ctx.connections.subscriber("harness-gateway/notifications"),
       { events: eventsChannel(ctx.keys), revocations: revocationsChannel(ctx.keys) },
       ctx.log,
     );

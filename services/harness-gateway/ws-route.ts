@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { keepSocketAlive } from "../../libs/http/socket-keepalive.js";
 import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -29,7 +29,13 @@ const harnessUpgradeSchema = {
  */
 export function registerHarnessRoute(
   http: FastifyInstance,
-  options: { redis: Redis; keys: Keyspace; secret: string; registry: SessionRegistry; deps: SessionDeps },
+  options: {
+    redis: RedisClient;
+    keys: Keyspace;
+    secret: string;
+    registry: SessionRegistry;
+    deps: SessionDeps;
+  },
 ): void {
   const principals = new WeakMap<FastifyRequest, SessionPrincipal>();
   const metrics: GatewayMetrics = options.deps.metrics;

@@ -8,6 +8,7 @@ import { producerEnvSchema } from "./config.js";
 import { DeviceLedger } from "./device-ledger.js";
 import { EvidenceHandler } from "./evidence-handler.js";
 import { producerMetrics } from "./producer-metrics.js";
+import { harnessRetentionSettingsOf, startHarnessRetentionSweep } from "./retention/harness-retention.js";
 
 /** harness.evidence -> receipts, immutable results and per-device event logs. */
 export const resultProducerService = defineService({
@@ -28,6 +29,17 @@ export const resultProducerService = defineService({
       group: STREAM_CATALOG.harnessEvidence.consumers.resultProducer.group,
       handle: (entry) => handler.handle(entry.payload),
     });
-    return { stop: () => consumer.stop() };
+    const retention = startHarnessRetentionSweep(
+      redis,
+      ctx.keys,
+      harnessRetentionSettingsOf(config),
+      ctx.log,
+    );
+    return {
+      async stop() {
+        await retention.stop();
+        await consumer.stop();
+      },
+    };
   },
 });

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { receiptGetResultSchema, turnSendResultSchema } from "../../libs/contract/harness-wire.js";
 import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
@@ -36,21 +36,31 @@ const COMMANDS_CONSUMER = STREAM_CATALOG.deviceCommands.reading.consumer;
  * Executes the gateway's commands for one device against the Harness (`B:commands`, group `router`, consumer
  * `owner`): an entry stays pending until its answer is bound, so a lost ack or a crash retries it with the SAME
  * idempotency key (the Harness answers `duplicate`), and a new lease holder inherits what was left pending.
+ * It holds no connection of its own: it reads (never blocking) when poked by its partition's wake-up, when the
+ * session goes live, and every `catchUpMs` in case a wake-up was lost; each read drains the device's own pending
+ * entries, then the new ones.
  */
 export class CommandProcessor {
   private stopping = false;
   private loop: Promise<void> | undefined;
+  private poked = true;
+  /**
+   * Entries left pending exist only from before this processor (a crash, the previous lease holder) or after one of
+   * its own steps failed; only then does a drain re-read them, so an idle catch-up costs one read.
+   */
+  private mayHavePending = true;
+  private wakeUp: () => void = () => undefined;
 
   constructor(
     private readonly options: {
-      reader: Redis;
-      redis: Redis;
+      redis: RedisClient;
       keys: Keyspace;
       store: RouterStore;
       live: () => LiveLink | undefined;
       metrics: RouterMetrics;
       log: Logger;
       retryDelayMs: number;
+      catchUpMs: number;
       bindReceipt: (receipt: Receipt, source: "turn.send") => Promise<BindOutcome>;
     },
   ) {}
@@ -60,43 +70,73 @@ export class CommandProcessor {
     this.loop = this.run();
   }
 
+  /** New commands may be queued: read them now. */
+  poke(): void {
+    this.poked = true;
+    this.wakeUp();
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
+    this.wakeUp();
     await this.loop;
   }
 
   private async run(): Promise<void> {
-    let cursor = "0";
     while (!this.stopping) {
       try {
         if (!this.options.live()) {
+          this.poked = true;
           await sleep(50);
-          cursor = "0";
           continue;
         }
-        const entries = await this.read(cursor);
-        if (cursor === "0" && entries.length === 0) cursor = ">";
-        for (const [id, fields] of entries) await this.execute(id, fields);
+        if (!this.poked) await this.pause(this.options.catchUpMs);
+        this.poked = false;
+        await this.drain();
       } catch (error) {
         if (this.stopping) break;
         if (!(error instanceof NotConnected))
           this.options.log.warn({ err: errorMessage(error) }, "device command failed; retrying");
-        cursor = "0";
+        this.poked = true;
+        this.mayHavePending = true;
         await sleep(this.options.retryDelayMs);
       }
     }
   }
 
+  /** Until a poke (or stop) or `ms` pass. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  /** Left-over pending entries first (a crash or a lost ack), then everything new, until both are empty. */
+  private async drain(): Promise<void> {
+    for (const cursor of this.mayHavePending ? ["0", ">"] : [">"]) {
+      for (;;) {
+        if (this.stopping) return;
+        const entries = await this.read(cursor);
+        if (entries.length === 0) break;
+        for (const [id, fields] of entries) await this.execute(id, fields);
+      }
+      if (cursor === "0") this.mayHavePending = false;
+    }
+  }
+
   private async read(cursor: string): Promise<RawEntry[]> {
-    const block = cursor === ">" ? ["BLOCK", 500] : [];
-    const reply = (await this.options.reader.call(
+    const reply = (await this.options.redis.call(
       "XREADGROUP",
       "GROUP",
       COMMANDS_GROUP,
       COMMANDS_CONSUMER,
       "COUNT",
       16,
-      ...block,
       "STREAMS",
       this.options.store.device.commands,
       cursor,

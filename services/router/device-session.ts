@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { signToken } from "../../libs/auth/tokens.js";
 import {
   helloResultSchema,
@@ -8,7 +8,7 @@ import {
 } from "../../libs/contract/harness-wire.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -27,15 +27,15 @@ export interface SessionDeps {
   deviceId: string;
   leaseOwner: string;
   config: RouterConfig;
-  redis: Redis;
-  reader: Redis;
+  redis: RedisClient;
   keys: Keyspace;
   metrics: RouterMetrics;
   log: Logger;
 }
 
 /**
- * The one Harness session of one device, held while this replica owns the device's lease: hello with
+ * The one Harness session of one device, held while this replica holds the device's partition and the device is
+ * active (services/router/partition-devices.ts): hello with
  * `turn.correlation.v2` resuming from the persisted cursor, every inbound frame handled strictly in arrival order,
  * receipts reconciled with `receipt.get` after each hello and resync (never an input resent), and the device's
  * commands executed. A frame that cannot be staged closes the connection, so the Harness replays it.
@@ -67,7 +67,6 @@ export class DeviceSession {
       resynced: () => void this.reconcile(),
     });
     this.commands = new CommandProcessor({
-      reader: deps.reader,
       redis: deps.redis,
       keys: deps.keys,
       store: this.store,
@@ -75,6 +74,7 @@ export class DeviceSession {
       metrics: deps.metrics,
       log,
       retryDelayMs: deps.config.HARNESS_RECONNECT_MS,
+      catchUpMs: deps.config.ROUTER_COMMAND_CATCHUP_MS,
       bindReceipt: (receipt, source) => this.bindReceipt(receipt, source),
     });
     this.deadlines = new RunDeadlines({
@@ -95,6 +95,12 @@ export class DeviceSession {
     this.deadlines.start();
   }
 
+  /** The device may have new commands or runs (the gateway wakes the partition's holder after either). */
+  poke(): void {
+    this.commands.poke();
+    this.deadlines.poke();
+  }
+
   async stop(): Promise<void> {
     this.active = false;
     this.link?.close();
@@ -102,7 +108,6 @@ export class DeviceSession {
     await this.deadlines.stop();
     await this.commands.stop();
     await this.queue;
-    this.deps.reader.disconnect();
   }
 
   private async run(): Promise<void> {
@@ -118,12 +123,12 @@ export class DeviceSession {
   }
 
   /**
-   * A revoked device leaves the known set (`revokeLamp`) and comes back only when its Lamp connects with a newer
-   * token; until then this replica keeps the lease but opens no Harness session, so nothing runs for the device.
+   * A revoked device (`revokeLamp` sets `B:session-revoked`) comes back only when its Lamp connects with a newer
+   * token; until then this replica opens no Harness session for it, so nothing runs for the device.
    */
   private async mayHoldSession(): Promise<boolean> {
-    const known =
-      (await this.deps.redis.sismember(knownDevicesKey(this.deps.keys), this.deps.deviceId)) === 1;
+    const device = new OsDeviceKeys(this.deps.keys, this.deps.deviceId);
+    const known = (await this.deps.redis.exists(device.sessionRevoked)) === 0;
     if (known !== this.known)
       this.log.info({ known }, known ? "device known again" : "device revoked; no harness session");
     this.known = known;

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
@@ -40,7 +40,7 @@ export interface IntakeHooks {
 export class EventIntake {
   constructor(
     private readonly store: RouterStore,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly metrics: RouterMetrics,
     private readonly crashPoint: CrashPoint,

@@ -12,6 +12,8 @@ export class RouterMetrics {
   readonly receiptConflicts: Counter;
   readonly sends: Counter;
   readonly sessions: Gauge;
+  readonly partitions: Gauge;
+  readonly partitionChanges: Counter;
   readonly runDeadlines: Counter;
 
   private constructor(registry: Registry) {
@@ -42,6 +44,17 @@ export class RouterMetrics {
       registers,
     });
     for (const reason of Object.values(OS_END_REASONS)) this.runDeadlines.inc({ reason }, 0);
+    this.partitions = new Gauge({
+      name: "os_router_partitions",
+      help: "Work partitions this router replica holds the lease of",
+      registers,
+    });
+    this.partitionChanges = new Counter({
+      name: "os_router_partition_changes_total",
+      help: "Partition leases this router replica acquired, released (handed over) or lost",
+      labelNames: ["change"],
+      registers,
+    });
     this.sessions = new Gauge({
       name: "os_router_sessions",
       help: "Device Harness sessions this router replica holds",

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { EXPIRED_HELD_KEPT, type ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
@@ -36,8 +36,22 @@ const markSendFailedScript = LuaScript.fromFile(
 
 const dueRunsScript = LuaScript.fromFile(
   new URL("./lua/due-runs-1.lua", import.meta.url),
-  z.array(z.string().min(1)),
+  z
+    .tuple([z.array(z.string().min(1)), z.number().int(), z.number().int().nonnegative()])
+    .transform(([due, nextExpiry, held]) => ({
+      due,
+      nextExpiresAt: nextExpiry < 0 ? undefined : nextExpiry,
+      held,
+    })),
 );
+
+/** What a deadline sweep finds: the due runs, when the next one comes due, and how many results are held. */
+export interface DueRuns {
+  due: string[];
+  /** voiceTargetExpiresAt of the earliest indexed run not yet due; undefined when there is none. */
+  nextExpiresAt: number | undefined;
+  held: number;
+}
 const endRunScript = LuaScript.fromFile(new URL("./lua/end-run-1.lua", import.meta.url), changedSchema);
 const expireHeldScript = LuaScript.fromFile(
   new URL("./lua/expire-held-1.lua", import.meta.url),
@@ -68,7 +82,7 @@ export class RouterStore {
   readonly device: OsDeviceKeys;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     device: OsDeviceKeys,
     private readonly leaseOwner: string,
   ) {
@@ -112,7 +126,7 @@ export class RouterStore {
   }
 
   /** Pending runs whose voice target expired before `dueBefore` (at most `limit`), indexing new runs first. */
-  async dueRuns(dueBefore: number, limit: number): Promise<string[]> {
+  async dueRuns(dueBefore: number, limit: number): Promise<DueRuns> {
     return dueRunsScript.run(this.redis, [this.device.base], [dueBefore, limit]);
   }
 

@@ -13,6 +13,11 @@ import { deadlineEndReason, receiptMayStillMove } from "./run-end-reason.js";
 
 /** Due runs handled per sweep; the rest are handled by the next one. */
 const DUE_PER_SWEEP = 64;
+/**
+ * The longest an idle device's sweeps are apart: nothing due, nothing held, no run coming due sooner. A run
+ * registered meanwhile pokes the sweep (its registration wakes the partition's holder), so this is a safety net.
+ */
+const IDLE_SWEEP_MS = 30_000;
 
 interface HeldWait extends HeldEntry {
   runIds: string[];
@@ -28,6 +33,8 @@ export class RunDeadlines {
   /** Due runs already asked for: the next sweep ends them without asking again. */
   private asked = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  /** When the scheduled sweep fires (epoch ms). */
+  private nextSweepAt = 0;
   private sweeping: Promise<void> = Promise.resolve();
   private stopped = false;
 
@@ -45,15 +52,28 @@ export class RunDeadlines {
   ) {}
 
   start(): void {
+    this.schedule(this.options.everyMs);
+  }
+
+  /** A run may have been registered: sweep within `everyMs` even if the device looked idle. */
+  poke(): void {
+    if (!this.stopped && this.nextSweepAt > Date.now() + this.options.everyMs)
+      this.schedule(this.options.everyMs);
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.nextSweepAt = Date.now() + delayMs;
     this.timer = setTimeout(() => {
       this.sweeping = this.sweep()
-        .catch((error: unknown) =>
-          this.options.log.warn({ err: errorMessage(error) }, "deadline sweep failed; retrying"),
-        )
-        .finally(() => {
-          if (!this.stopped) this.start();
+        .catch((error: unknown) => {
+          this.options.log.warn({ err: errorMessage(error) }, "deadline sweep failed; retrying");
+          return this.options.everyMs;
+        })
+        .then((nextMs) => {
+          if (!this.stopped) this.schedule(nextMs);
         });
-    }, this.options.everyMs);
+    }, delayMs);
   }
 
   async stop(): Promise<void> {
@@ -62,20 +82,28 @@ export class RunDeadlines {
     await this.sweeping;
   }
 
-  async sweep(now = Date.now()): Promise<void> {
-    const due = await this.options.store.dueRuns(now - this.options.graceMs, DUE_PER_SWEEP);
+  /** One sweep; answers how long until the next: soon while anything is due or held, else until a run comes due. */
+  async sweep(now = Date.now()): Promise<number> {
+    const { graceMs, everyMs } = this.options;
+    const { due, nextExpiresAt, held } = await this.options.store.dueRuns(now - graceMs, DUE_PER_SWEEP);
     this.asked = new Set([...this.asked].filter((runId) => due.includes(runId)));
     const ending: { runId: string; harnessAsked: boolean }[] = [];
     for (const runId of due) {
       const verdict = await this.verdict(runId, now);
       if (verdict !== "later") ending.push({ runId, harnessAsked: verdict === "end" });
     }
-    await this.options.exclusive(async () => {
-      const held = await this.heldWaits();
-      const heldRuns = new Set(held.flatMap((wait) => wait.runIds));
-      for (const { runId, harnessAsked } of ending) await this.end(runId, heldRuns.has(runId), harnessAsked);
-      for (const wait of held) await this.giveUpIfOrphaned(wait);
-    });
+    const busy = due.length > 0 || held > 0;
+    if (busy)
+      await this.options.exclusive(async () => {
+        const waits = held > 0 ? await this.heldWaits() : [];
+        const heldRuns = new Set(waits.flatMap((wait) => wait.runIds));
+        for (const { runId, harnessAsked } of ending)
+          await this.end(runId, heldRuns.has(runId), harnessAsked);
+        for (const wait of waits) await this.giveUpIfOrphaned(wait);
+      });
+    if (busy) return everyMs;
+    const untilDue = nextExpiresAt === undefined ? IDLE_SWEEP_MS : nextExpiresAt + graceMs - Date.now();
+    return Math.min(IDLE_SWEEP_MS, Math.max(everyMs, untilDue));
   }
 
   /**

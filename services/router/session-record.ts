@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { z } from "zod";
 import type { helloResultSchema } from "../../libs/contract/harness-wire.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -11,7 +11,7 @@ import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
  */
 export class SessionRecord {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly device: OsDeviceKeys,
     private readonly router: string,
     private readonly log: Logger,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import type { ProtocolErrorRecord, RejectionRecord } from "../../libs/os-store/result-record.js";
 
@@ -10,7 +10,7 @@ const appendOnce = LuaScript.fromFile(
 
 /** Appends to `B:rejections` / `B:protocol-errors` once per identity; returns whether this call recorded it. */
 export async function recordOnce(
-  redis: Redis,
+  redis: RedisClient,
   deviceBase: string,
   log: "rejections" | "protocol-errors",
   identity: string,

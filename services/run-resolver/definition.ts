@@ -2,10 +2,11 @@ import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
-import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
+import { ensurePartitionGroups } from "../../libs/streams/stream-writer.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { runResolverConfigSchema } from "./config.js";
 import { ResultResolution } from "./result-resolution.js";
+import { osRetentionSettingsOf, startOsRetentionSweep } from "./retention/os-retention.js";
 
 /** Atomic result store, dedupe and run resolution: `os.routed` -> `os.resolved`. */
 export const runResolverService = defineService({
@@ -17,16 +18,18 @@ export const runResolverService = defineService({
     const resolution = new ResultResolution(redis, ctx.keys, crashPoint, ctx.log, ctx.metrics);
     // The downstream group exists before the first emit, so nothing we emit precedes its consumer's cursor.
     const { osRouted, osResolved } = STREAM_CATALOG;
-    await ensureConsumerGroup(
-      redis,
-      ctx.keys.stream(osResolved.name),
-      osResolved.consumers.ttsDispatcher.group,
-    );
+    await ensurePartitionGroups(redis, ctx.keys, osResolved, osResolved.consumers.ttsDispatcher.group);
     const consumer = await startServiceConsumer(ctx, {
       stream: osRouted,
       group: osRouted.consumers.runResolver.group,
       handle: ({ payload }) => resolution.apply(payload),
     });
-    return { stop: () => consumer.stop() };
+    const retention = startOsRetentionSweep(redis, ctx.keys, osRetentionSettingsOf(config), ctx.log);
+    return {
+      async stop() {
+        await retention.stop();
+        await consumer.stop();
+      },
+    };
   },
 });

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Registry } from "prom-client";
 import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
@@ -41,7 +41,7 @@ export class ResultResolution {
   private readonly metrics: ResolverMetrics;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly crashPoint: CrashPoint,
     private readonly log: Logger,

@@ -31,7 +31,7 @@ beforeAll(async () => {
   service = await startTtsDispatcher(t, LATE_DELIVERY_ENV);
   jobs = new Queue(QUEUE_CATALOG.lampPlayback.name, {
     connection: { url: t.url },
-    prefix: `${t.keys.prefix}:bull`,
+    prefix: t.keys.bullPrefix,
   });
 });
 afterAll(async () => {

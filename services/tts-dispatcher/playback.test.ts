@@ -23,7 +23,7 @@ beforeAll(async () => {
   service = await startTtsDispatcher(t);
   jobs = new Queue(QUEUE_CATALOG.lampPlayback.name, {
     connection: { url: t.url },
-    prefix: `${t.keys.prefix}:bull`,
+    prefix: t.keys.bullPrefix,
   });
 });
 afterAll(async () => {
@@ -379,7 +379,7 @@ describe("lamp-playback worker", () => {
     });
     const queue = new PlaybackQueue({
       connection: t.connections.blocking("test-queue"),
-      prefix: `${t.keys.prefix}:bull`,
+      prefix: t.keys.bullPrefix,
       maxAttempts: 3,
       retryDelayMs: 50,
       retentionMs: 60_000,

@@ -110,6 +110,7 @@ describe("replay determinism of the evidence extractor", () => {
     const extractor = new TsProcess("services/evidence-extractor/main.ts", {
       REDIS_URL: second.url,
       KEY_PREFIX: second.keys.prefix,
+      STREAM_PARTITIONS: String(second.keys.partitions),
       PORT: "0",
       LOG_LEVEL: "info",
       CONSUMER_NAME: "extractor-under-test",

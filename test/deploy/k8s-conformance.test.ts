@@ -49,10 +49,13 @@ function aSecret(keys: string[], redisUrl: string): Record<string, string> {
     HARNESS_JWT_SECRET: randomBytes(32).toString("hex"),
     REDIS_URL: redisUrl,
     REDIS_ADDRESS: new URL(redisUrl).host,
+    REDIS_CLUSTER_NODES: "redis-0.example:6379,redis-1.example:6379,redis-2.example:6379",
     REDIS_PASSWORD: "",
   };
   return Object.fromEntries(keys.map((key) => [key, values[key] ?? ""]));
 }
+
+const STREAM_TRIGGER_TYPES = ["redis-streams", "redis-cluster-streams"];
 
 describe("Kubernetes manifests", () => {
   it("the checked-in render is what the TypeScript renders (npx tsx tools/deploy/render.ts)", async () => {
@@ -90,7 +93,20 @@ describe("Kubernetes manifests", () => {
         }
         for (const object of scaled) {
           const own = groups.filter((group) => group.service === object.metadata.name);
-          const streamTriggers = object.spec.triggers.filter((trigger) => trigger.type === "redis-streams");
+          const streamTriggers = object.spec.triggers.filter((trigger) =>
+            STREAM_TRIGGER_TYPES.includes(trigger.type),
+          );
+          // A Cluster overlay's triggers are KEDA's cluster scalers reading the seeds; the others one address.
+          expect(new Set(object.spec.triggers.map((trigger) => trigger.type))).toEqual(
+            new Set(
+              overlay.redis === "external-cluster"
+                ? [
+                    "redis-cluster-streams",
+                    ...(object.metadata.name === "tts-dispatcher" ? ["redis-cluster"] : []),
+                  ]
+                : ["redis-streams", ...(object.metadata.name === "tts-dispatcher" ? ["redis"] : [])],
+            ),
+          );
           expect(
             streamTriggers.map((trigger) => `${trigger.metadata.stream}|${trigger.metadata.consumerGroup}`),
           ).toEqual(

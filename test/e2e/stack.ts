@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { signToken } from "../../libs/auth/tokens.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -13,8 +13,20 @@ import {
   type EngineSimAgentOptions,
 } from "../engine-runner/agents-file.js";
 import { TsProcess } from "../helpers/child-process.js";
-import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { createTestCluster, createTestRedis, waitFor, type TestStore } from "../helpers/test-redis.js";
+import type { ClusterNode } from "../../libs/redis/connections.js";
 import { TestLamp, type TestLampOptions } from "./test-lamp.js";
+import { inject } from "vitest";
+
+/** Where a suite runs every stack it starts (the cluster suite: a Redis Cluster, replicas, partitions). */
+export type StackProfile = Pick<StackOptions, "redisClusterNodes" | "partitions" | "replicas">;
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Set by a global setup that runs suites (e.g. the joint acceptance tests) on another deployment shape. */
+    e2eStackProfile?: StackProfile;
+  }
+}
 
 export const SERVICE_NAMES = [
   "engine-runner",
@@ -46,6 +58,12 @@ export interface StackOptions {
   redisUrl?: string;
   /** How long a service may take to become healthy/ready at start and after a restart (default 60 s). */
   startTimeoutMs?: number;
+  /** A Redis Cluster instead (REDIS_CLUSTER_NODES for every service); `redisUrl` is then not used. */
+  redisClusterNodes?: readonly ClusterNode[];
+  /** STREAM_PARTITIONS of every service and of the test's keyspace (default 1). */
+  partitions?: number;
+  /** How many processes of each service run (default 1 each); replica `i` is `process(name, i)`. */
+  replicas?: Partial<Record<ServiceName, number>>;
 }
 
 /**
@@ -54,20 +72,27 @@ export interface StackOptions {
  * device-gateway WebSocket.
  */
 export class E2EStack {
-  private readonly processes = new Map<ServiceName, TsProcess>();
+  private readonly processes = new Map<string, TsProcess>();
   private readonly lamps: TestLamp[] = [];
 
   private constructor(
-    readonly t: TestRedis,
+    readonly t: TestStore,
     readonly workDir: string,
     readonly agents: Map<string, EngineSimAgent>,
-    private readonly ports: Map<ServiceName, number>,
+    private readonly ports: Map<string, number>,
     private readonly env: Record<string, string>,
     private readonly startTimeoutMs: number,
+    private readonly replicas: Partial<Record<ServiceName, number>>,
   ) {}
 
-  static async start(options: StackOptions): Promise<E2EStack> {
-    const t = createTestRedis(options.label, options.redisUrl);
+  static async start(requested: StackOptions): Promise<E2EStack> {
+    // Outside vitest (npm run chaos) there is no profile to inject.
+    const options = { ...(process.env.VITEST ? inject("e2eStackProfile") : {}), ...requested };
+    const partitions = options.partitions ?? 1;
+    const t = options.redisClusterNodes
+      ? createTestCluster(options.label, options.redisClusterNodes, partitions)
+      : createTestRedis(options.label, options.redisUrl, partitions);
+    const replicas = options.replicas ?? {};
     const workDir = mkdtempSync(join(tmpdir(), `e2e-${options.label}-`));
     const agents = new Map<string, EngineSimAgent>();
     for (const agent of options.agents) {
@@ -81,10 +106,16 @@ export class E2EStack {
       workDir,
       [...agents.values()].map((agent) => agent.config),
     );
-    const ports = new Map<ServiceName, number>();
-    for (const name of SERVICE_NAMES) ports.set(name, await freePort());
+    const ports = new Map<string, number>();
+    for (const name of SERVICE_NAMES)
+      for (let replica = 0; replica < (replicas[name] ?? 1); replica += 1)
+        ports.set(replicaId(name, replica), await freePort());
     const env: Record<string, string> = {
       REDIS_URL: t.url,
+      ...(t.clusterNodes
+        ? { REDIS_CLUSTER_NODES: t.clusterNodes.map((n) => `${n.host}:${n.port}`).join(",") }
+        : {}),
+      STREAM_PARTITIONS: String(partitions),
       KEY_PREFIX: t.keys.prefix,
       HOST: "127.0.0.1",
       LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
@@ -105,9 +136,9 @@ export class E2EStack {
       PLAYBACK_RETRY_DELAY_MS: "200",
       ...options.env,
     };
-    const stack = new E2EStack(t, workDir, agents, ports, env, options.startTimeoutMs ?? 60_000);
+    const stack = new E2EStack(t, workDir, agents, ports, env, options.startTimeoutMs ?? 60_000, replicas);
     try {
-      await Promise.all(SERVICE_NAMES.map((name) => stack.launch(name)));
+      await Promise.all(stack.instances().map(([name, replica]) => stack.launch(name, replica)));
       await stack.waitUntilReady();
     } catch (error) {
       // A stack that never came up has nobody to stop it later.
@@ -121,16 +152,22 @@ export class E2EStack {
     return this.t.keys;
   }
 
-  get redis(): Redis {
+  get redis(): RedisClient {
     return this.t.redis;
   }
 
-  url(name: ServiceName): string {
-    return `http://127.0.0.1:${this.ports.get(name)}`;
+  /** The first replica's address (or that of replica `replica`). */
+  url(name: ServiceName, replica = 0): string {
+    return `http://127.0.0.1:${this.ports.get(replicaId(name, replica))}`;
   }
 
   get lampUrl(): string {
-    return `ws://127.0.0.1:${this.ports.get("device-gateway")}/v1/lamp/ws`;
+    return this.lampUrlOf(0);
+  }
+
+  /** The Lamp WebSocket of one device-gateway replica. */
+  lampUrlOf(replica: number): string {
+    return `ws://127.0.0.1:${this.ports.get(replicaId("device-gateway", replica))}/v1/lamp/ws`;
   }
 
   /** An OS token (aud `os`): a Lamp, or an operator of the OS API. */
@@ -148,9 +185,10 @@ export class E2EStack {
     });
   }
 
-  /** A Lamp for `deviceId`, connected over the real WebSocket. */
+  /** A Lamp for `deviceId`, connected over the real WebSocket; with several device-gateways, to each in turn. */
   async lamp(deviceId: string, options: Partial<TestLampOptions> = {}): Promise<TestLamp> {
-    const lamp = await TestLamp.connect({ url: this.lampUrl, token: await this.token(deviceId), ...options });
+    const url = this.lampUrlOf(this.lamps.length % (this.replicas["device-gateway"] ?? 1));
+    const lamp = await TestLamp.connect({ url, token: await this.token(deviceId), ...options });
     this.lamps.push(lamp);
     return lamp;
   }
@@ -187,24 +225,45 @@ export class E2EStack {
     return pids.length;
   }
 
-  process(name: ServiceName): TsProcess {
-    const child = this.processes.get(name);
-    if (!child) throw new Error(`${name} is not running`);
+  process(name: ServiceName, replica = 0): TsProcess {
+    const child = this.processes.get(replicaId(name, replica));
+    if (!child) throw new Error(`${replicaId(name, replica)} is not running`);
     return child;
   }
 
-  async kill(name: ServiceName, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
-    await this.process(name).kill(signal);
+  async kill(name: ServiceName, signal: NodeJS.Signals = "SIGKILL", replica = 0): Promise<void> {
+    await this.process(name, replica).kill(signal);
   }
 
-  /** Starts a killed (or running: it is SIGKILLed first) service again with the same configuration. */
-  async restart(name: ServiceName): Promise<void> {
-    await this.process(name).restart();
-    await this.waitForHealth(name);
+  /** Starts a killed (or running: it is SIGKILLed first) service replica again with the same configuration. */
+  async restart(name: ServiceName, replica = 0): Promise<void> {
+    await this.process(name, replica).restart();
+    await this.waitForHealth(name, this.startTimeoutMs, replica);
   }
 
   async waitUntilReady(timeoutMs = this.startTimeoutMs): Promise<void> {
-    await Promise.all(SERVICE_NAMES.map((name) => this.waitForReady(name, timeoutMs)));
+    await Promise.all(this.instances().map(([name, replica]) => this.waitForReady(name, timeoutMs, replica)));
+  }
+
+  /** The last `chars` of every running process's output that mentions `needle` (what a failed wait shows). */
+  logsMentioning(needle: string, chars = 1500): string {
+    return [...this.processes.entries()]
+      .map(([id, child]) => {
+        const lines = child.log.split("\n").filter((line) => line.includes(needle));
+        return lines.length === 0 ? "" : `--- ${id}\n${lines.join("\n").slice(-chars)}`;
+      })
+      .filter((tail) => tail !== "")
+      .join("\n");
+  }
+
+  /** Every process of the stack: each service with each of its replicas. */
+  instances(): [ServiceName, number][] {
+    return SERVICE_NAMES.flatMap((name) =>
+      Array.from({ length: this.replicas[name] ?? 1 }, (_, replica): [ServiceName, number] => [
+        name,
+        replica,
+      ]),
+    );
   }
 
   async stop(): Promise<void> {
@@ -213,29 +272,36 @@ export class E2EStack {
     await this.t.cleanup();
   }
 
-  private async launch(name: ServiceName): Promise<void> {
+  /** Replica 0 keeps the single-replica names; others get their own consumer name and gateway instance id. */
+  private async launch(name: ServiceName, replica = 0): Promise<void> {
+    const suffix = replica === 0 ? "" : `-${replica}`;
     const child = new TsProcess(`services/${name}/main.ts`, {
       ...this.env,
-      PORT: String(this.ports.get(name)),
-      CONSUMER_NAME: `${name}-e2e`,
+      PORT: String(this.ports.get(replicaId(name, replica))),
+      CONSUMER_NAME: `${name}-e2e${suffix}`,
+      ...(replica === 0 ? {} : { GATEWAY_INSTANCE_ID: `${this.env.GATEWAY_INSTANCE_ID}${suffix}` }),
     });
-    this.processes.set(name, child);
-    await this.waitForHealth(name);
+    this.processes.set(replicaId(name, replica), child);
+    await this.waitForHealth(name, this.startTimeoutMs, replica);
   }
 
-  private async waitForHealth(name: ServiceName, timeoutMs = this.startTimeoutMs): Promise<void> {
-    await this.poll(name, "/healthz", timeoutMs);
+  private async waitForHealth(
+    name: ServiceName,
+    timeoutMs = this.startTimeoutMs,
+    replica = 0,
+  ): Promise<void> {
+    await this.poll(name, "/healthz", timeoutMs, replica);
   }
 
-  private async waitForReady(name: ServiceName, timeoutMs: number): Promise<void> {
-    await this.poll(name, "/readyz", timeoutMs);
+  private async waitForReady(name: ServiceName, timeoutMs: number, replica = 0): Promise<void> {
+    await this.poll(name, "/readyz", timeoutMs, replica);
   }
 
-  private async poll(name: ServiceName, path: string, timeoutMs: number): Promise<void> {
+  private async poll(name: ServiceName, path: string, timeoutMs: number, replica = 0): Promise<void> {
     const ok = await waitFor(
       async () => {
         try {
-          return (await fetch(`${this.url(name)}${path}`)).status === 200;
+          return (await fetch(`${this.url(name, replica)}${path}`)).status === 200;
         } catch {
           return false;
         }
@@ -244,6 +310,13 @@ export class E2EStack {
       { timeoutMs, intervalMs: 100 },
     );
     if (!ok)
-      throw new Error(`${name} not ${path} within ${timeoutMs} ms\n${this.process(name).log.slice(-3000)}`);
+      throw new Error(
+        `${replicaId(name, replica)} not ${path} within ${timeoutMs} ms\n${this.process(name, replica).log.slice(-3000)}`,
+      );
   }
+}
+
+/** A process's name in the stack: the service for replica 0, `<service>#<replica>` for the others. */
+function replicaId(name: ServiceName, replica: number): string {
+  return replica === 0 ? name : `${name}#${replica}`;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import {
   STREAMS,
   engineRecordSchema,
@@ -11,7 +11,11 @@ import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { waitFor } from "../helpers/test-redis.js";
 
 /** All engine.records of one agent, in stream order, schema-checked. */
-export async function recordsOf(redis: Redis, keys: Keyspace, agentId: string): Promise<EngineRecord[]> {
+export async function recordsOf(
+  redis: RedisClient,
+  keys: Keyspace,
+  agentId: string,
+): Promise<EngineRecord[]> {
   const entries = await redis.xrange(keys.stream(STREAMS.engineRecords.name), "-", "+");
   return entries
     .map(([, fields]) => engineRecordSchema.parse(JSON.parse(fields[1] as string)))
@@ -19,7 +23,7 @@ export async function recordsOf(redis: Redis, keys: Keyspace, agentId: string): 
 }
 
 export async function waitForRecords(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   agentId: string,
   accept: (records: EngineRecord[]) => boolean,
@@ -58,7 +62,12 @@ export interface Dispatcher {
 }
 
 /** Appends dispatches as harness-gateway would (deliveryId a UUID, as Claude requires of `uuid`). */
-export function dispatcher(redis: Redis, keys: Keyspace, machineId: string, deviceId = "lamp-1"): Dispatcher {
+export function dispatcher(
+  redis: RedisClient,
+  keys: Keyspace,
+  machineId: string,
+  deviceId = "lamp-1",
+): Dispatcher {
   let counter = 0;
   const base = () => ({
     deliveryId: randomUUID(),

@@ -171,11 +171,15 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     const stream = s.t.keys.stream(STREAMS.harnessDispatch.name);
     // Only these two entries matter: earlier tests of this file may still hold others of the shared stream.
     const ours = (await s.t.redis.xrevrange(stream, "+", "-", "COUNT", 2)).map(([id]) => id);
-    const pendingOfOurs = async () => {
+    // Read by the group (XPENDING alone is also empty before the runner has read them) and acked.
+    const handledOurs = async () => {
+      const groups = (await s.t.redis.xinfo("GROUPS", stream)) as unknown[][];
+      const group = groups.find((fields) => fields[1] === GROUP) ?? [];
+      const delivered = group[group.indexOf("last-delivered-id") + 1];
       const pending = (await s.t.redis.xpending(stream, GROUP, "-", "+", 1000)) as [string, ...unknown[]][];
-      return pending.filter(([id]) => ours.includes(id)).length;
+      return delivered === ours[0] && pending.every(([id]) => !ours.includes(id));
     };
-    expect(await waitFor(pendingOfOurs, (pending) => pending === 0, { timeoutMs: 20_000 })).toBe(0);
+    expect(await waitFor(handledOurs, Boolean, { timeoutMs: 20_000 })).toBe(true);
     const metrics = await fetch(`${s.runner.url()}/metrics`).then((response) => response.text());
     expect(sampleValue(metrics, "engine_runner_dispatch_ignored_total", { reason: "other_machine" })).toBe(1);
     expect(sampleValue(metrics, "engine_runner_dispatch_ignored_total", { reason: "agent_not_hosted" })).toBe(
@@ -193,7 +197,14 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     writeFileSync(bad, JSON.stringify([{ agentId: "x", machineId: "m", engine: "codex-app-server" }]));
     const child = spawnSync(process.execPath, ["--import", "tsx", "services/engine-runner/main.ts"], {
       cwd: projectRoot,
-      env: { ...process.env, REDIS_URL: s.t.url, KEY_PREFIX: s.t.keys.prefix, AGENTS_FILE: bad, PORT: "0" },
+      env: {
+        ...process.env,
+        REDIS_URL: s.t.url,
+        KEY_PREFIX: s.t.keys.prefix,
+        STREAM_PARTITIONS: String(s.t.keys.partitions),
+        AGENTS_FILE: bad,
+        PORT: "0",
+      },
       encoding: "utf8",
       timeout: 30_000,
     });

@@ -56,6 +56,7 @@ export function useRunnerSuite(
     const runner = await startRunner({
       REDIS_URL: t.url,
       KEY_PREFIX: t.keys.prefix,
+      STREAM_PARTITIONS: String(t.keys.partitions),
       AGENTS_FILE: agentsFile,
       ...env,
     });

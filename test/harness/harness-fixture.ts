@@ -38,6 +38,7 @@ export function harnessEnv(t: TestRedis, overrides: Record<string, string> = {})
   return {
     REDIS_URL: t.url,
     KEY_PREFIX: t.keys.prefix,
+    STREAM_PARTITIONS: String(t.keys.partitions),
     PORT: "0",
     LOG_LEVEL: "silent",
     AUTH_JWT_SECRET: OS_SECRET,

@@ -1,10 +1,10 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 
 /**
  * True once a consumer group has read every entry of the stream and acked it: whatever its service does with an
  * entry is done. A positive marker to wait on instead of sleeping to prove that nothing more happens.
  */
-export async function groupDrained(redis: Redis, streamKey: string, group: string): Promise<boolean> {
+export async function groupDrained(redis: RedisClient, streamKey: string, group: string): Promise<boolean> {
   if ((await redis.exists(streamKey)) === 0) return true;
   const groups = (await redis.xinfo("GROUPS", streamKey)) as unknown[][];
   const info = groups.find((fields) => fields[1] === group);

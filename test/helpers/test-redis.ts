@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { inject } from "vitest";
 import { createLogger } from "../../libs/logging/logger.js";
-import { RedisConnections } from "../../libs/redis/connections.js";
+import { RedisConnections, type ClusterNode } from "../../libs/redis/connections.js";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { Keyspace } from "../../libs/redis/keyspace.js";
 
 export const testLog = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -16,24 +17,56 @@ export function uniquePrefix(label: string): string {
   return `t-${label.replace(/[^A-Za-z0-9]/g, "").slice(0, 12)}-${randomBytes(4).toString("hex")}`;
 }
 
-export interface TestRedis {
+/** Keys under a fresh prefix on a test Redis (a single server or a cluster), and how to remove them. */
+export interface TestStore {
   url: string;
   keys: Keyspace;
   connections: RedisConnections;
-  redis: Redis;
+  redis: RedisClient;
+  /** Set on a cluster: its seeds (REDIS_CLUSTER_NODES). */
+  clusterNodes?: readonly ClusterNode[];
   cleanup(): Promise<void>;
 }
 
-export function createTestRedis(label: string, url = redisUrl()): TestRedis {
-  const keys = new Keyspace(uniquePrefix(label));
+export interface TestRedis extends TestStore {
+  redis: Redis;
+}
+
+export function createTestRedis(label: string, url = redisUrl(), partitions = 1): TestRedis {
+  const keys = new Keyspace(uniquePrefix(label), partitions);
   const connections = new RedisConnections(url, testLog);
+  const redis = connections.command;
+  if (!(redis instanceof Redis)) throw new Error("the test Redis is a single server");
   return {
     url,
     keys,
     connections,
-    redis: connections.command,
+    redis,
     async cleanup() {
-      await deleteByPrefix(connections.command, keys.prefix);
+      await deleteByPrefix(redis, keys.prefix);
+      await connections.close();
+    },
+  };
+}
+
+/** The same on a Redis Cluster: one Cluster client, keys removed from every master. */
+export function createTestCluster(
+  label: string,
+  nodes: readonly ClusterNode[],
+  partitions: number,
+): TestStore {
+  const keys = new Keyspace(uniquePrefix(label), partitions);
+  const connections = new RedisConnections("redis://cluster", testLog, { clusterNodes: nodes });
+  const redis = connections.command;
+  return {
+    url: `redis://${nodes[0]?.host}:${nodes[0]?.port}`,
+    keys,
+    connections,
+    redis,
+    clusterNodes: nodes,
+    async cleanup() {
+      if (redis instanceof Redis) await deleteByPrefix(redis, keys.prefix);
+      else for (const master of redis.nodes("master")) await deleteByPrefix(master, keys.prefix);
       await connections.close();
     },
   };
@@ -44,7 +77,8 @@ export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void
   do {
     const [next, found] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
     cursor = next;
-    if (found.length > 0) await redis.del(...found);
+    // One DEL per key: on a cluster node the keys found span slots, and a multi-key DEL across slots is CROSSSLOT.
+    if (found.length > 0) await redis.pipeline(found.map((key) => ["del", key])).exec();
   } while (cursor !== "0");
 }
 

@@ -23,7 +23,8 @@ const DEVICE = "lamp-auth";
 const REVOKED_DEVICE = "lamp-revoked";
 const CASES = casesFor(300);
 /** Written after an accepted connection, asynchronously (presence, known devices, the `lamp.connected` event). */
-const VOLATILE = /:lamp-presence$|:os:devices$|:lamp-gateway:.*:alive$|:stream:os\.lamp_events$/;
+const VOLATILE =
+  /:lamp-presence$|:os:\{part:\d+\}:devices$|:lamp-gateway:.*:alive$|:stream:\{os\.lamp_events:\d+\}$/;
 
 let t: TestRedis;
 let services: HostedServices;

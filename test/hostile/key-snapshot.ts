@@ -1,13 +1,18 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 
 /** key → a digest of its content (type and value; TTLs are left out because live keys refresh them). */
 export type KeySnapshot = Map<string, string>;
 
 /**
  * Every key matching the pattern with its content, to prove that a rejected input stored or changed nothing.
- * Streams are compared by length and last entry id, everything else by its full value.
+ * Streams are compared by the id of the last entry ever appended (an append changes it; the consumers' trimming of
+ * consumed entries does not, even when it empties the stream), everything else by its full value.
  */
-export async function snapshotKeys(redis: Redis, pattern: string, ignore?: RegExp): Promise<KeySnapshot> {
+export async function snapshotKeys(
+  redis: RedisClient,
+  pattern: string,
+  ignore?: RegExp,
+): Promise<KeySnapshot> {
   const keys: string[] = [];
   let cursor = "0";
   do {
@@ -30,14 +35,11 @@ export async function snapshotKeys(redis: Redis, pattern: string, ignore?: RegEx
       case "list":
         return pipe.lrange(key, 0, -1);
       case "stream":
-        return pipe.xrevrange(key, "+", "-", "COUNT", 1);
+        return pipe.xinfo("STREAM", key);
       default:
         return pipe.exists(key);
     }
   });
-  const lengths = await replies(redis, keys, (pipe, key, index) =>
-    types[index] === "stream" ? pipe.xlen(key) : pipe.exists(key),
-  );
   const snapshot: KeySnapshot = new Map();
   keys.forEach((key, index) => {
     const value = values[index];
@@ -46,8 +48,10 @@ export async function snapshotKeys(redis: Redis, pattern: string, ignore?: RegEx
         ? Object.entries(value as Record<string, string>).sort(([a], [b]) => (a < b ? -1 : 1))
         : types[index] === "set"
           ? [...(value as string[])].sort()
-          : value;
-    snapshot.set(key, `${types[index]}:${String(lengths[index])}:${JSON.stringify(normalized)}`);
+          : types[index] === "stream"
+            ? lastGeneratedId(value as unknown[])
+            : value;
+    snapshot.set(key, `${types[index]}:${JSON.stringify(normalized)}`);
   });
   return snapshot;
 }
@@ -64,10 +68,15 @@ export function snapshotChanges(before: KeySnapshot, after: KeySnapshot): string
   return changes;
 }
 
-type Pipeline = ReturnType<Redis["pipeline"]>;
+/** XINFO STREAM's `last-generated-id`: moves on every append and never on a trim. */
+function lastGeneratedId(info: unknown[]): unknown {
+  return info[info.indexOf("last-generated-id") + 1];
+}
+
+type Pipeline = ReturnType<RedisClient["pipeline"]>;
 
 async function replies(
-  redis: Redis,
+  redis: RedisClient,
   keys: string[],
   add: (pipe: Pipeline, key: string, index: number) => Pipeline,
 ): Promise<unknown[]> {

@@ -80,6 +80,7 @@ describe("Lamp sockets: token expiry and keepalive", () => {
     services = await hostServices("test", [deviceGatewayService], {
       REDIS_URL: t.url,
       KEY_PREFIX: t.keys.prefix,
+      STREAM_PARTITIONS: String(t.keys.partitions),
       PORT: "0",
       LOG_LEVEL: "silent",
       AUTH_JWT_SECRET: LAMP_SECRET,

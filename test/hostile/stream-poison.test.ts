@@ -69,6 +69,7 @@ beforeAll(async () => {
     "gw-hostile",
     600_000,
     UNLIMITED_RUNS,
+    t.keys.partitions,
   ).register(VICTIM, {
     ...voiceRequest(),
     type: "voice.request",

@@ -49,6 +49,7 @@ export class OperatorHost {
     const env = {
       REDIS_URL: t.url,
       KEY_PREFIX: t.keys.prefix,
+      STREAM_PARTITIONS: String(t.keys.partitions),
       LOG_LEVEL: "silent",
       AUTH_JWT_SECRET: OS_SECRET,
       HARNESS_JWT_SECRET: HARNESS_SECRET,

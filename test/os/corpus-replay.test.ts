@@ -46,10 +46,13 @@ describe.skipIf(!corpusAvailable)(
             serverInstanceId: cases.originatingServerInstanceId,
           });
         services = await hostServices("test", [routerService, runResolverService], osEnv(t, peer));
-        await waitFor(
+        // The router leases the device's partition first; on a busy machine that takes a few seconds.
+        const hellos = await waitFor(
           () => peer.framesOf(DEVICE, "hello").length,
           (n) => n === 1,
+          { timeoutMs: 30_000 },
         );
+        expect(hellos, "the router opened the device's Harness session").toBe(1);
 
         for (const [index, step] of cases.steps.entries()) {
           const before = await statesOf(t, DEVICE, runByDelivery);

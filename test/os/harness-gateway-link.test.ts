@@ -7,7 +7,8 @@ import WebSocket from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
-import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { partitionOf } from "../../libs/redis/partitions.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
@@ -53,6 +54,7 @@ async function startOsAndHarness(): Promise<number> {
     {
       REDIS_URL: t.url,
       KEY_PREFIX: t.keys.prefix,
+      STREAM_PARTITIONS: String(t.keys.partitions),
       PORT: String(port),
       LOG_LEVEL: "silent",
       AUTH_JWT_SECRET: JWT_SECRET,
@@ -97,7 +99,11 @@ async function askLamp(lamp: OpenLamp, text: string): Promise<{ runId: string; i
 
 /** Every input the Harness dispatched toward an engine, in order. */
 async function dispatchedInputs(): Promise<Record<string, unknown>[]> {
-  const entries = await t.redis.xrange(t.keys.stream(STREAMS.harnessDispatch.name), "-", "+");
+  const entries = await t.redis.xrange(
+    t.keys.stream(STREAMS.harnessDispatch.name, partitionOf(AGENT, t.keys.partitions)),
+    "-",
+    "+",
+  );
   return entries.map(([, fields]) => JSON.parse(fields[1] ?? "{}") as Record<string, unknown>);
 }
 
@@ -201,7 +207,7 @@ describe("router against the real harness-gateway", () => {
     expect(await closed).toBe(4001);
     expect(await sessionsBecome(port, 1)).toBe(1);
     expect(Number(await t.redis.get(new HarnessDeviceKeys(t.keys, DEVICE).revokedAt))).toBe(revokedAt);
-    expect(await t.redis.sismember(knownDevicesKey(t.keys), DEVICE)).toBe(0);
+    expect(await t.redis.exists(new OsDeviceKeys(t.keys, DEVICE).sessionRevoked)).toBe(1);
     expect(await harnessUpgrade(port, oldLampToken)).toMatchObject({ status: 401 });
     expect(await harnessUpgrade(port, oldHarnessToken)).toMatchObject({
       status: 401,

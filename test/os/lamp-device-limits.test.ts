@@ -20,6 +20,7 @@ function useGateway(label: string, env: Record<string, string>) {
     world.services = await hostServices("test", [deviceGatewayService], {
       REDIS_URL: world.t.url,
       KEY_PREFIX: world.t.keys.prefix,
+      STREAM_PARTITIONS: String(world.t.keys.partitions),
       PORT: "0",
       LOG_LEVEL: "silent",
       AUTH_JWT_SECRET: SECRET,

@@ -233,6 +233,25 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     expect((await runs(newToken)).status).toBe(200);
   });
 
+  it("a revocation whose notice was missed (the gateway's subscription was away) closes the socket once it is back", async () => {
+    const lamp = await connectLamp(await osToken(DEVICE));
+    const closed = new Promise<number>((resolve) => lamp.socket.once("close", resolve));
+    // Recorded as revokeLamp records it, but without the notice: as if it was published while nobody listened.
+    await t.redis.set(new OsDeviceKeys(t.keys, DEVICE).revokedAt, String(Date.now() + 1_000));
+    // Every gateway's revocation subscriber on this Redis (test files run side by side, each name is the same):
+    // each of the others just subscribes again and re-checks.
+    const clients = String(await t.redis.client("LIST")).split("\n");
+    const ids = clients
+      .filter((line) => line.includes(" name=lampline:device-gateway/revocations "))
+      .map((line) => /\bid=(\d+)/.exec(line)?.[1] ?? "");
+    expect(ids.length, "the gateway's revocation subscriber").toBeGreaterThan(0);
+    const killedAt = Date.now();
+    for (const id of ids) await t.redis.client("KILL", "ID", id);
+    expect(await closed).toBe(4001);
+    // Closed by the re-check on reconnect, not by a later periodic pass (presence refreshes every 5 s).
+    expect(Date.now() - killedAt).toBeLessThan(2_500);
+  });
+
   it("voice.cancel marks the run and sends one turn.stop; the later result still resolves it, cancellation kept", async () => {
     const lamp = await connectLamp(await osToken(DEVICE));
     const requestId = randomUUID();

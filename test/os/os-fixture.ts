@@ -3,7 +3,8 @@ import { signToken } from "../../libs/auth/tokens.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { runUpdateRecordSchema, type RunUpdateRecord } from "../../libs/contract/run-update.js";
-import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { markDeviceActive } from "../../libs/os-store/device-activity.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import {
   registerRunScript,
@@ -45,6 +46,7 @@ export function osEnv(t: TestRedis, peer: ScriptedHarnessPeer, extra: Record<str
   return {
     REDIS_URL: t.url,
     KEY_PREFIX: t.keys.prefix,
+    STREAM_PARTITIONS: String(t.keys.partitions),
     PORT: "0",
     LOG_LEVEL: "silent",
     AUTH_JWT_SECRET: JWT_SECRET,
@@ -88,7 +90,6 @@ export async function seedRun(
   spec: SeededRun,
 ): Promise<string> {
   const device = new OsDeviceKeys(t.keys, deviceId);
-  await t.redis.sadd(knownDevicesKey(t.keys), deviceId);
   const runId = `run-${spec.key}-${randomUUID().slice(0, 8)}`;
   const now = Date.now();
   const command = JSON.stringify({ kind: "send", runId, replyTo: "seed", at: now });
@@ -123,7 +124,13 @@ export async function seedRun(
     await new RouterStore(t.redis, device, "seed").bindReceipt(receipt);
     peer.remember(deviceId, receipt);
   }
+  await markActive(t, deviceId);
   return runId;
+}
+
+/** Marks a device active for the routers, as the device-gateway does after a Lamp connect or a registration. */
+export async function markActive(t: TestRedis, deviceId: string): Promise<void> {
+  await markDeviceActive(t.redis, t.keys, t.keys.partitions, deviceId);
 }
 
 /** Registers one voice run through the device-gateway's own registration (no router, nothing sent). */
@@ -134,6 +141,7 @@ export async function registerVoiceRun(t: TestRedis, deviceId: string) {
     "gateway-test",
     60_000,
     UNLIMITED_RUNS,
+    t.keys.partitions,
   ).register(deviceId, {
     type: "voice.request",
     requestId: randomUUID(),
@@ -187,8 +195,13 @@ export function resolverIdle(t: TestRedis): Promise<boolean> {
   return groupDrained(t.redis, t.keys.stream(osRouted.name), osRouted.consumers.runResolver.group);
 }
 
+/** Entries of a pipeline stream over all its partitions. */
 export async function streamLength(t: TestRedis, name: string): Promise<number> {
-  return t.redis.xlen(t.keys.stream(name));
+  const partitions = Array.from({ length: t.keys.partitions }, (_, partition) => partition);
+  const lengths = await Promise.all(
+    partitions.map((partition) => t.redis.xlen(t.keys.stream(name, partition))),
+  );
+  return lengths.reduce((sum, length) => sum + length, 0);
 }
 
 export async function rejectionsOf(t: TestRedis, deviceId: string) {

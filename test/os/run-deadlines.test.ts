@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OS_END_REASONS } from "../../libs/contract/run-update.js";
-import { knownDevicesKey, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { routerService } from "../../services/router/definition.js";
@@ -13,6 +13,7 @@ import {
   HARNESS_SECRET,
   osToken,
   MACHINE,
+  markActive,
   osEnv,
   pushAndSettle,
   receiptFor,
@@ -50,7 +51,7 @@ afterEach(async () => {
 
 /** Starts the OS side with a zero grace and a fast sweep (once the runs of the test are seeded), device known. */
 async function startOs(): Promise<HostedServices> {
-  await t.redis.sadd(knownDevicesKey(t.keys), DEVICE);
+  await markActive(t, DEVICE);
   services = await hostServices(
     "test",
     [deviceGatewayService, routerService, runResolverService],
@@ -148,7 +149,7 @@ describe("router: a run still pending at its deadline ends unknown with the OS's
       unsent: true,
       voiceTargetExpiresAt: expiresAt,
     });
-    await t.redis.sadd(knownDevicesKey(t.keys), DEVICE);
+    await markActive(t, DEVICE);
     // The Harness URL names a port nothing listens on: the router never gets a session.
     services = await hostServices(
       "test",

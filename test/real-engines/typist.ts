@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { recordsOf } from "../engine-runner/engine-records.js";
 import { sandboxCommand } from "../../tools/real-engines/sandbox-command.js";
@@ -80,7 +80,7 @@ export class Typist {
   private nextId = 3;
 
   /** Types every input the runner handed over to `agentId` that was not typed yet, in order. */
-  async typeHandedOver(redis: Redis, keys: Keyspace, agentId: string, count: number): Promise<void> {
+  async typeHandedOver(redis: RedisClient, keys: Keyspace, agentId: string, count: number): Promise<void> {
     const handed = await waitFor(
       async () =>
         (await recordsOf(redis, keys, agentId)).flatMap((entry) =>

@@ -47,6 +47,7 @@ describe("a Redis outage", () => {
     host = new TsProcess("test/resilience/outage-host.ts", {
       REDIS_URL: server.url,
       KEY_PREFIX: keys.prefix,
+      STREAM_PARTITIONS: String(keys.partitions),
       HOST: "127.0.0.1",
       PORT: String(port),
       LOG_LEVEL: "info",

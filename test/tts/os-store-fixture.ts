@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { LAMP_STREAMS, lampDeliverySchema, type LampDelivery } from "../../libs/contract/lamp-delivery.js";
 import type { ReplyRoute } from "../../libs/contract/lamp-wire.js";
 import {
@@ -54,7 +54,7 @@ export const GATEWAY_ID = "gw-test-1";
 
 export class OsStoreFixture {
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly keys: Keyspace,
   ) {}
 
@@ -250,9 +250,9 @@ export class OsStoreFixture {
     return [...new Set(keys.map((key) => key.slice(prefix.length).split(":")[0] as string))];
   }
 
-  /** BullMQ's keys of the lamp-playback queue under the service's bull prefix (`<KEY_PREFIX>:bull`). */
+  /** BullMQ's keys of the lamp-playback queue under the service's bull prefix (`{<KEY_PREFIX>:bull}`). */
   private get playbackQueueKeyPrefix(): string {
-    return `${this.keys.prefix}:bull:${QUEUE_CATALOG.lampPlayback.name}:`;
+    return `${this.keys.bullPrefix}:${QUEUE_CATALOG.lampPlayback.name}:`;
   }
 
   private async scan(pattern: string): Promise<string[]> {

@@ -6,6 +6,7 @@ import { runResolverService } from "../../services/run-resolver/definition.js";
 import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
 import { corpusAvailable } from "../helpers/corpus.js";
 import { osReplayCases } from "../helpers/os-replay-cases.js";
+import { groupDrained } from "../helpers/stream-progress.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ScriptedHarnessPeer } from "../os/harness-peer.js";
 import { HARNESS_SECRET, osEnv, pushAndSettle, resultEvent, seedRun } from "../os/os-fixture.js";
@@ -45,16 +46,7 @@ async function startPipeline(): Promise<void> {
 }
 
 /** True when tts-dispatcher has read and acked everything in os.resolved. */
-async function dispatcherIdle(): Promise<boolean> {
-  const streamKey = t.keys.stream(STREAMS.osResolved.name);
-  if ((await t.redis.exists(streamKey)) === 0) return true;
-  const groups = (await t.redis.xinfo("GROUPS", streamKey)) as unknown[][];
-  const group = groups.find((fields) => fields[1] === "tts-dispatcher");
-  if (!group) return false;
-  const field = (name: string) => group[group.indexOf(name) + 1];
-  const last = (await t.redis.xrevrange(streamKey, "+", "-", "COUNT", 1))[0]?.[0];
-  return Number(field("pending")) === 0 && (last === undefined || field("last-delivered-id") === last);
-}
+const dispatcherIdle = () => groupDrained(t.redis, t.keys.stream(STREAMS.osResolved.name), "tts-dispatcher");
 
 /** Outbox entries, playback jobs and playback.start commands so far: each must move by ttsEnqueueCount. */
 async function utterances() {

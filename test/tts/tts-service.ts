@@ -7,6 +7,7 @@ export function ttsTestEnv(t: TestRedis, overrides: Record<string, string> = {})
   return {
     REDIS_URL: t.url,
     KEY_PREFIX: t.keys.prefix,
+    STREAM_PARTITIONS: String(t.keys.partitions),
     PORT: "0",
     LOG_LEVEL: "silent",
     STREAM_BLOCK_MS: "100",

@@ -100,8 +100,10 @@ export interface PlannedTurn {
 }
 
 export type FaultAction =
-  | { kind: "kill-service"; service: ServiceName; downMs: number }
-  | { kind: "restart-redis"; downMs: number }
+  /** SIGKILL of one process of a service: replica 0 unless the service runs several (ServiceReplicas). */
+  | { kind: "kill-service"; service: ServiceName; replica: number; downMs: number }
+  /** SIGKILL of the redis-server, or on a Redis Cluster of master `node` (it restarts on its AOF and rejoins). */
+  | { kind: "restart-redis"; downMs: number; node?: number }
   | { kind: "lamp-drop"; deviceId: string; downMs: number }
   /** A long outage: the socket is dropped (or closed with a handshake) and the Lamp stays away for `downMs`. */
   | { kind: "lamp-outage"; deviceId: string; downMs: number; ending: "drop" | "close" }
@@ -111,7 +113,8 @@ export type FaultKind = FaultAction["kind"];
 
 /**
  * Faults on one target (a service, Redis, one Lamp) run one after another; different targets are disturbed at the
- * same time, so faults keep pace with the traffic and overlap (a service down while Redis restarts).
+ * same time, so faults keep pace with the traffic and overlap (a service down while Redis restarts). A service's
+ * replicas share its track: one of them is down at a time, and the other takes over its work.
  */
 export type FaultTrack = `service:${ServiceName}` | "redis" | `lamp:${string}`;
 
@@ -134,9 +137,21 @@ export interface RunDeadlines {
   settleMs: number;
 }
 
+/** How many processes of each service run (1 when absent). */
+export type ServiceReplicas = Partial<Record<ServiceName, number>>;
+
+/** What the campaign runs on: one redis-server, or a Redis Cluster of `clusterMasters` masters; the replicas. */
+export interface Deployment {
+  clusterMasters?: number;
+  replicas: ServiceReplicas;
+}
+
+const SINGLE_SERVER: Deployment = { replicas: {} };
+
 export interface CampaignPlan {
   seed: string;
   results: number;
+  deployment: Deployment;
   devices: string[];
   agents: ChaosAgent[];
   turns: PlannedTurn[];
@@ -160,6 +175,8 @@ export interface PlanOptions {
   outageMs: number;
   voiceTargetTtlMs: number;
   runDeadlineGraceMs: number;
+  /** One redis-server and one process of each service when absent. */
+  deployment?: Deployment;
 }
 
 const AGENT_WEIGHTS: Record<AnswerStyle, number> = { each: 4, fold: 3, queue: 2.5 };
@@ -189,10 +206,12 @@ export function planCampaign(options: PlanOptions): CampaignPlan {
     planTurns(root.fork("traffic"), devices, agents, options),
     options,
   );
-  const faults = planFaults(root.fork("faults"), devices, turns.length, options);
+  const deployment = options.deployment ?? SINGLE_SERVER;
+  const faults = planFaults(root.fork("faults"), devices, turns.length, options, deployment);
   return {
     seed: options.seed,
     results: options.results,
+    deployment,
     devices,
     agents,
     turns,
@@ -271,6 +290,7 @@ function planFaults(
   devices: string[],
   turnCount: number,
   options: PlanOptions,
+  deployment: Deployment,
 ): PlannedFault[] {
   const count = Math.max(1, Math.round(options.results / options.resultsPerFault));
   // The first faults cover every kind once (in a seeded order), so even a small campaign exercises each.
@@ -281,7 +301,7 @@ function planFaults(
   });
   const drawn = Array.from({ length: count }, (_, k) => ({
     ...moment(),
-    action: faultAction(random, kinds[k] ?? random.weighted(FAULT_WEIGHTS), devices),
+    action: faultAction(random, kinds[k] ?? random.weighted(FAULT_WEIGHTS), devices, deployment),
   }));
   const outages = Array.from({ length: options.outages }, () => ({
     ...moment(),
@@ -297,12 +317,25 @@ function planFaults(
     .map((fault, index) => ({ index, track: trackOf(fault.action), ...fault }));
 }
 
-function faultAction(random: Prng, kind: DrawnFaultKind, devices: string[]): FaultAction {
+function faultAction(
+  random: Prng,
+  kind: DrawnFaultKind,
+  devices: string[],
+  deployment: Deployment,
+): FaultAction {
   switch (kind) {
-    case "kill-service":
-      return { kind, service: random.pick(SERVICE_NAMES), downMs: random.int(0, 3_000) };
-    case "restart-redis":
-      return { kind, downMs: random.int(300, 3_000) };
+    case "kill-service": {
+      const service = random.pick(SERVICE_NAMES);
+      const replicas = deployment.replicas[service] ?? 1;
+      // One replica draws nothing more, so a single-replica plan stays what its seed always gave.
+      const replica = replicas > 1 ? random.int(0, replicas - 1) : 0;
+      return { kind, service, replica, downMs: random.int(0, 3_000) };
+    }
+    case "restart-redis": {
+      const downMs = random.int(300, 3_000);
+      const masters = deployment.clusterMasters;
+      return masters === undefined ? { kind, downMs } : { kind, downMs, node: random.int(0, masters - 1) };
+    }
     case "lamp-drop":
       return { kind, deviceId: random.pick(devices), downMs: random.int(100, 4_000) };
     case "lamp-ack-late":
@@ -337,9 +370,11 @@ export function describeFault(fault: PlannedFault): string {
   const action = fault.action;
   switch (action.kind) {
     case "kill-service":
-      return `${at}: SIGKILL ${action.service}, restart after ${action.downMs} ms`;
-    case "restart-redis":
-      return `${at}: SIGKILL redis-server, restart after ${action.downMs} ms`;
+      return `${at}: SIGKILL ${action.service}${action.replica === 0 ? "" : `#${action.replica}`}, restart after ${action.downMs} ms`;
+    case "restart-redis": {
+      const target = action.node === undefined ? "redis-server" : `Redis Cluster node ${action.node}`;
+      return `${at}: SIGKILL ${target}, restart after ${action.downMs} ms`;
+    }
     case "lamp-drop":
       return `${at}: drop ${action.deviceId}'s WebSocket, reconnect after ${action.downMs} ms`;
     case "lamp-outage":

@@ -1,11 +1,18 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { RedisClusterProcess } from "../../libs/redis/redis-cluster-process.js";
 import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
-import { E2EStack, SERVICE_NAMES } from "../../test/e2e/stack.js";
+import { CLUSTER_PARTITIONS } from "../../test/cluster/cluster-profile.js";
+import { E2EStack, type StackProfile } from "../../test/e2e/stack.js";
 import { planCampaign, type CampaignPlan, type PlanOptions } from "./campaign-plan.js";
 import { ChaosLamp } from "./chaos-lamp.js";
 import { drain, type DrainOutcome } from "./drain.js";
-import { FaultController, type AppliedFault, type UnplannedExit } from "./fault-controller.js";
+import {
+  FaultController,
+  type AppliedFault,
+  type CampaignRedis,
+  type UnplannedExit,
+} from "./fault-controller.js";
 import { readHistory } from "./history.js";
 import { checkHistory, type CampaignVerdict } from "./invariants.js";
 import { TrafficGenerator, TrafficProgress, type TrafficFigures } from "./traffic.js";
@@ -48,7 +55,9 @@ const CHAOS_ENV: Record<string, string> = {
 };
 
 /**
- * The fault campaign: every service its own process on a private redis-server (AOF, fsync always), seeded voice
+ * The fault campaign: every service its own process on a private redis-server (AOF, fsync always) or, with
+ * `deployment.clusterMasters`, on a private Redis Cluster (every node AOF, fsync always) with the deployment's
+ * replicas and CLUSTER_PARTITIONS partitions; seeded voice
  * traffic from several Lamps to Claude and Codex engine-sim agents (some runs cancelled) while the fault schedule
  * kills and restarts services and Redis and disturbs the Lamps (short drops, long outages, lost acks); then the faults stop, the system drains, and the whole history is
  * checked against the invariants.
@@ -61,14 +70,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
       `${plan.agents.length} agents, ${plan.faults.length} faults, ` +
       `${plan.turns.filter((turn) => turn.cancel).length} cancels`,
   );
-  const redisServer = await RedisServerProcess.start({ appendonly: true, appendfsync: "always" });
+  const redis = await startRedis(plan.deployment.clusterMasters);
   let stack: E2EStack | undefined;
   const lamps = new Map<string, ChaosLamp>();
   let faults: FaultController | undefined;
   try {
     stack = await E2EStack.start({
       label: "chaos",
-      redisUrl: redisServer.url,
+      ...stackProfile(redis, plan),
       agents: plan.agents.map(({ agentId, protocol, scenario }) => ({
         agentId,
         protocol,
@@ -80,13 +89,22 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
       startTimeoutMs: 180_000,
     });
     const running = stack;
-    for (const deviceId of plan.devices)
-      lamps.set(deviceId, new ChaosLamp(deviceId, running.lampUrl, () => running.token(deviceId)));
+    // Each Lamp starts on its own device-gateway in turn and moves to another when its gateway refuses it.
+    const gateways = Array.from({ length: plan.deployment.replicas["device-gateway"] ?? 1 }, (_, replica) =>
+      running.lampUrlOf(replica),
+    );
+    plan.devices.forEach((deviceId, index) => {
+      const urls = [
+        ...gateways.slice(index % gateways.length),
+        ...gateways.slice(0, index % gateways.length),
+      ];
+      lamps.set(deviceId, new ChaosLamp(deviceId, urls, () => running.token(deviceId)));
+    });
     await Promise.all([...lamps.values()].map((lamp) => lamp.start()));
     options.log("stack and lamps up; traffic and faults start");
 
     const progress = new TrafficProgress();
-    faults = new FaultController(running, redisServer, lamps, progress, options.log);
+    faults = new FaultController(running, redis, lamps, progress, options.log);
     const traffic = new TrafficGenerator(plan, lamps, running.redis, running.keys, progress);
     const [trafficRun, faultRun] = await Promise.allSettled([
       traffic.run().finally(() => progress.finish()),
@@ -120,20 +138,51 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
     if (stack && options.artifactsDir) keepArtifacts(options.artifactsDir, stack, lamps);
     for (const lamp of lamps.values()) lamp.stop();
     await stack?.stop();
-    await redisServer.stop();
-    rmSync(redisServer.dir, { recursive: true, force: true });
+    for (const server of redisServers(redis)) {
+      await server.stop();
+      rmSync(server.dir, { recursive: true, force: true });
+    }
     if (stack) rmSync(stack.workDir, { recursive: true, force: true });
   }
 }
 
 function keepArtifacts(dir: string, stack: E2EStack, lamps: Map<string, ChaosLamp>): void {
   mkdirSync(join(dir, "services"), { recursive: true });
-  for (const name of SERVICE_NAMES)
-    writeFileSync(join(dir, "services", `${name}.log`), stack.process(name).log);
+  for (const [name, replica] of stack.instances())
+    writeFileSync(
+      join(dir, "services", `${name}${replica === 0 ? "" : `-${replica}`}.log`),
+      stack.process(name, replica).log,
+    );
   const received = [...lamps.values()].flatMap((lamp) => lamp.received);
   writeFileSync(join(dir, "playbacks-received.ndjson"), received.map((p) => JSON.stringify(p)).join("\n"));
   const feeds = [...lamps.values()].flatMap((lamp) =>
     lamp.feed.map((event) => JSON.stringify({ deviceId: lamp.deviceId, ...event })),
   );
   writeFileSync(join(dir, "run-updates-received.ndjson"), feeds.join("\n"));
+}
+
+async function startRedis(clusterMasters: number | undefined): Promise<CampaignRedis> {
+  if (clusterMasters === undefined)
+    return {
+      kind: "server",
+      server: await RedisServerProcess.start({ appendonly: true, appendfsync: "always" }),
+    };
+  return {
+    kind: "cluster",
+    cluster: await RedisClusterProcess.start({ masters: clusterMasters, appendfsync: "always" }),
+  };
+}
+
+/** Where the stack runs: the redis-server, or the cluster with the plan's replicas and CLUSTER_PARTITIONS. */
+function stackProfile(redis: CampaignRedis, plan: CampaignPlan): StackProfile & { redisUrl?: string } {
+  if (redis.kind === "server") return { redisUrl: redis.server.url, replicas: plan.deployment.replicas };
+  return {
+    redisClusterNodes: redis.cluster.nodes,
+    partitions: CLUSTER_PARTITIONS,
+    replicas: plan.deployment.replicas,
+  };
+}
+
+function redisServers(redis: CampaignRedis): readonly RedisServerProcess[] {
+  return redis.kind === "server" ? [redis.server] : redis.cluster.servers;
 }

@@ -110,10 +110,13 @@ export class ChaosLamp {
   private policy: AckPolicy = { mode: "prompt" };
   private readonly lateAcks = new Set<NodeJS.Timeout>();
   private readonly updateWaiters = new Set<UpdateWaiter>();
+  /** Which of `urls` the next connection goes to. */
+  private gateway = 0;
 
+  /** `urls`: the device-gateways' Lamp WebSockets; a refused connection moves on to the next, as behind a balancer. */
   constructor(
     readonly deviceId: string,
-    private readonly url: string,
+    private readonly urls: readonly string[],
     private readonly token: () => Promise<string>,
   ) {}
 
@@ -280,6 +283,7 @@ export class ChaosLamp {
     try {
       await this.open();
     } catch {
+      this.gateway = (this.gateway + 1) % this.urls.length;
       await sleep(RETRY_PAUSE_MS);
     }
   }
@@ -292,8 +296,10 @@ export class ChaosLamp {
 
   private async open(): Promise<void> {
     const connection = this.connections + 1;
+    const url = this.urls[this.gateway];
+    if (url === undefined) throw new Error(`${this.deviceId}: no device-gateway to connect to`);
     const lamp = await TestLamp.connect({
-      url: this.url,
+      url,
       token: await this.token(),
       ack: false,
       onFrame: (frame) => this.onFrame(frame, connection),

@@ -1,10 +1,12 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { PIPELINE_STREAMS } from "../../libs/contract/catalog.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { RunDeadlines } from "./campaign-plan.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
+import { streamPartitions } from "../../libs/streams/stream-partitions.js";
+import { scanKeys } from "../../test/helpers/scan-keys.js";
 
 export interface DrainOutcome {
   drainedMs: number;
@@ -28,7 +30,7 @@ export interface DrainOptions {
  * (stream lengths, playbacks and run.updates received) for `quietMs`.
  */
 export async function drain(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   lamps: ChaosLamp[],
   options: DrainOptions,
@@ -51,20 +53,21 @@ export async function drain(
 }
 
 async function activity(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   lamps: ChaosLamp[],
   { devices, deadlines }: DrainOptions,
 ): Promise<{ busy: boolean; fingerprint: string }> {
   const lengths: number[] = [];
   let pending = 0;
-  for (const { name } of PIPELINE_STREAMS) {
-    const key = keys.stream(name);
-    lengths.push(await redis.xlen(key));
-    if ((await redis.exists(key)) === 0) continue;
-    const groups = (await redis.xinfo("GROUPS", key)) as unknown[][];
-    for (const group of groups) pending += Number(group[group.indexOf("pending") + 1] ?? 0);
-  }
+  for (const stream of PIPELINE_STREAMS)
+    for (const partition of streamPartitions(stream, keys)) {
+      const key = keys.stream(stream.name, partition);
+      lengths.push(await redis.xlen(key));
+      if ((await redis.exists(key)) === 0) continue;
+      const groups = (await redis.xinfo("GROUPS", key)) as unknown[][];
+      for (const group of groups) pending += Number(group[group.indexOf("pending") + 1] ?? 0);
+    }
   const activePlaybacks = await countActivePlaybacks(redis, keys);
   let runsBeforeDeadline = 0;
   for (const deviceId of devices)
@@ -78,7 +81,7 @@ async function activity(
 
 /** Pending runs whose deadline (plus the settle allowance) is still ahead: the router may yet end them. */
 async function countRunsBeforeDeadline(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceId: string,
   deadlines: RunDeadlines,
@@ -97,23 +100,9 @@ async function countRunsBeforeDeadline(
   }).length;
 }
 
-async function countActivePlaybacks(redis: Redis, keys: Keyspace): Promise<number> {
-  let active = 0;
-  let cursor = "0";
-  do {
-    const [next, found] = await redis.scan(
-      cursor,
-      "MATCH",
-      `${keys.prefix}:os:{d:*}:playback:*`,
-      "COUNT",
-      1_000,
-    );
-    cursor = next;
-    if (found.length === 0) continue;
-    const pipeline = redis.pipeline();
-    for (const key of found) pipeline.hget(key, "state");
-    const states = (await pipeline.exec()) ?? [];
-    active += states.filter(([, state]) => typeof state === "string" && ACTIVE_PLAYBACK.has(state)).length;
-  } while (cursor !== "0");
-  return active;
+async function countActivePlaybacks(redis: RedisClient, keys: Keyspace): Promise<number> {
+  const found = await scanKeys(redis, `${keys.prefix}:os:{d:*}:playback:*`);
+  // One HGET each: a cluster's pipeline may not span slots.
+  const states = await Promise.all(found.map((key) => redis.hget(key, "state")));
+  return states.filter((state) => state !== null && ACTIVE_PLAYBACK.has(state)).length;
 }

@@ -1,5 +1,6 @@
+import type { RedisClusterProcess } from "../../libs/redis/redis-cluster-process.js";
 import type { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
-import { SERVICE_NAMES, type E2EStack, type ServiceName } from "../../test/e2e/stack.js";
+import type { E2EStack, ServiceName } from "../../test/e2e/stack.js";
 import { describeFault, type FaultTrack, type PlannedFault } from "./campaign-plan.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
 import type { TrafficProgress } from "./traffic.js";
@@ -16,30 +17,37 @@ export interface AppliedFault {
 /** A service process that died without being killed by the schedule (the supervisor restarted it). */
 export interface UnplannedExit {
   service: ServiceName;
+  replica: number;
   at: number;
   logTail: string;
 }
 
+/** What the campaign's Redis is: one redis-server, or a Redis Cluster (its faults restart one node). */
+export type CampaignRedis =
+  { kind: "server"; server: RedisServerProcess } | { kind: "cluster"; cluster: RedisClusterProcess };
+
 /**
- * Applies the fault schedule mid-traffic: SIGKILL and restart of services, SIGKILL and restart of redis-server,
+ * Applies the fault schedule mid-traffic: SIGKILL and restart of service replicas, SIGKILL and restart of
+ * redis-server or of one Redis Cluster node,
  * Lamp connection drops, long Lamp outages and withheld or late acks. A supervisor restarts any service that dies on its own (as an
  * orchestrator would) and records it, so one crash does not stall the campaign.
  */
 export class FaultController {
   readonly applied: AppliedFault[] = [];
   readonly unplannedExits: UnplannedExit[] = [];
-  private readonly killedOnPurpose = new Set<ServiceName>();
+  /** `<service>#<replica>` of the processes the schedule has down. */
+  private readonly killedOnPurpose = new Set<string>();
   private supervising = true;
   private readonly startedAt = Date.now();
 
   constructor(
     private readonly stack: E2EStack,
-    private readonly redisServer: RedisServerProcess,
+    private readonly redis: CampaignRedis,
     private readonly lamps: Map<string, ChaosLamp>,
     private readonly progress: TrafficProgress,
     private readonly log: (line: string) => void,
   ) {
-    for (const name of SERVICE_NAMES) void this.supervise(name);
+    for (const [name, replica] of stack.instances()) void this.supervise(name, replica);
   }
 
   /** Runs the schedule; resolves when every fault has fired and ended. */
@@ -72,17 +80,17 @@ export class FaultController {
   private async apply(fault: PlannedFault): Promise<void> {
     const action = fault.action;
     switch (action.kind) {
-      case "kill-service":
-        this.killedOnPurpose.add(action.service);
-        await this.stack.kill(action.service);
+      case "kill-service": {
+        const id = `${action.service}#${action.replica}`;
+        this.killedOnPurpose.add(id);
+        await this.stack.kill(action.service, "SIGKILL", action.replica);
         await sleep(action.downMs);
-        await this.stack.restart(action.service);
-        this.killedOnPurpose.delete(action.service);
+        await this.stack.restart(action.service, action.replica);
+        this.killedOnPurpose.delete(id);
         return;
+      }
       case "restart-redis":
-        await this.redisServer.kill();
-        await sleep(action.downMs);
-        await this.redisServer.restart();
+        await this.restartRedis(action.downMs, action.node);
         return;
       case "lamp-drop":
         this.lamp(action.deviceId).disconnect(action.downMs, "drop");
@@ -105,18 +113,32 @@ export class FaultController {
     }
   }
 
-  private async supervise(name: ServiceName): Promise<void> {
+  private async restartRedis(downMs: number, node: number | undefined): Promise<void> {
+    if (this.redis.kind === "server") {
+      await this.redis.server.kill();
+      await sleep(downMs);
+      await this.redis.server.restart();
+      return;
+    }
+    if (node === undefined) throw new Error("a Redis Cluster fault names no node");
+    await this.redis.cluster.kill(node);
+    await sleep(downMs);
+    await this.redis.cluster.restart(node);
+  }
+
+  private async supervise(name: ServiceName, replica: number): Promise<void> {
+    const id = `${name}#${replica}`;
     while (this.supervising) {
-      await this.stack.process(name).exit();
+      await this.stack.process(name, replica).exit();
       if (!this.supervising) return;
-      if (this.killedOnPurpose.has(name)) {
-        while (this.killedOnPurpose.has(name)) await sleep(50);
+      if (this.killedOnPurpose.has(id)) {
+        while (this.killedOnPurpose.has(id)) await sleep(50);
         continue;
       }
-      const logTail = this.stack.process(name).log.slice(-4_000);
-      this.unplannedExits.push({ service: name, at: Date.now() - this.startedAt, logTail });
-      this.log(`supervisor: ${name} exited on its own; restarting\n${logTail.slice(-1_500)}`);
-      await this.stack.restart(name);
+      const logTail = this.stack.process(name, replica).log.slice(-4_000);
+      this.unplannedExits.push({ service: name, replica, at: Date.now() - this.startedAt, logTail });
+      this.log(`supervisor: ${id} exited on its own; restarting\n${logTail.slice(-1_500)}`);
+      await this.stack.restart(name, replica);
     }
   }
 

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   outboxEntrySchema,
@@ -17,6 +17,7 @@ import { parseEntryPayload } from "../../libs/streams/stream-entry.js";
 import type { E2EStack } from "../../test/e2e/stack.js";
 import type { CampaignPlan } from "./campaign-plan.js";
 import type { ChaosLamp, FeedEvent, MalformedFrame, ReceivedPlayback, ReplayRequest } from "./chaos-lamp.js";
+import { scanKeys } from "../../test/helpers/scan-keys.js";
 
 /** One input line an engine read on stdin, reduced to the id we wrote it with. */
 export interface EngineWrite {
@@ -105,7 +106,7 @@ export async function readHistory(
 }
 
 async function readDevice(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceId: string,
   history: CampaignHistory,
@@ -116,7 +117,7 @@ async function readDevice(
     if (payload !== null)
       history.harnessResults.push({ deviceId, payload: turnResultPayloadSchema.parse(JSON.parse(payload)) });
   }
-  for (const key of await scanAll(redis, `${harness}:res:*`)) {
+  for (const key of await scanKeys(redis, `${harness}:res:*`)) {
     const receipt = await redis.hget(key, "receipt");
     if (receipt !== null)
       history.receipts.push({ deviceId, receipt: receiptSchema.parse(JSON.parse(receipt)) });
@@ -126,16 +127,16 @@ async function readDevice(
     const run = parseRunRecord(await redis.hgetall(os.run(runId)));
     if (run) history.runs.push(run);
   }
-  for (const key of await scanAll(redis, `${os.base}:result:*`)) {
+  for (const key of await scanKeys(redis, `${os.base}:result:*`)) {
     const result = parseResultRecord(await redis.hgetall(key));
     if (result) history.osResults.push(result);
   }
   const outboxPrefix = `${os.base}:outbox:`;
-  for (const key of await scanAll(redis, `${outboxPrefix}*`)) {
+  for (const key of await scanKeys(redis, `${outboxPrefix}*`)) {
     const entry = outboxEntrySchema.parse(await redis.hgetall(key));
     history.outbox.push({ deviceId, resultKey: key.slice(outboxPrefix.length), entry });
   }
-  for (const key of await scanAll(redis, `${os.base}:playback:*`)) {
+  for (const key of await scanKeys(redis, `${os.base}:playback:*`)) {
     history.playbacks.push({ deviceId, record: playbackRecordSchema.parse(await redis.hgetall(key)) });
   }
   history.rejections.push(
@@ -147,7 +148,7 @@ async function readDevice(
   history.updateLogs.push(await readUpdateLog(redis, os));
 }
 
-async function readUpdateLog(redis: Redis, os: OsDeviceKeys): Promise<UpdateLog> {
+async function readUpdateLog(redis: RedisClient, os: OsDeviceKeys): Promise<UpdateLog> {
   const head = Number((await redis.get(os.runUpdateSequence)) ?? 0);
   const entries = (await redis.xrange(os.runUpdates, "-", "+")).map(([id, fields]) => {
     const record = parseEntryPayload(runUpdateRecordSchema, fields);
@@ -157,8 +158,8 @@ async function readUpdateLog(redis: Redis, os: OsDeviceKeys): Promise<UpdateLog>
   return { deviceId: os.deviceId, head, entries };
 }
 
-async function readDeadLetters(redis: Redis, keys: Keyspace): Promise<CampaignHistory["deadLetters"]> {
-  const streams = await scanAll(redis, `${keys.prefix}:stream:*:dlq`);
+async function readDeadLetters(redis: RedisClient, keys: Keyspace): Promise<CampaignHistory["deadLetters"]> {
+  const streams = await scanKeys(redis, `${keys.prefix}:stream:*:dlq`);
   return Promise.all(
     streams.map(async (key) => ({
       stream: key.slice(`${keys.prefix}:stream:`.length, -":dlq".length),
@@ -179,18 +180,7 @@ export function engineWrites(agentId: string, lines: Record<string, unknown>[]):
   });
 }
 
-async function streamRecords(redis: Redis, key: string): Promise<Record<string, unknown>[]> {
+async function streamRecords(redis: RedisClient, key: string): Promise<Record<string, unknown>[]> {
   const entries = await redis.xrange(key, "-", "+");
   return entries.map(([, fields]) => rejectionFieldsSchema.parse(JSON.parse(fields[1] ?? "{}")));
-}
-
-async function scanAll(redis: Redis, pattern: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1_000);
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== "0");
-  return found;
 }

@@ -5,9 +5,10 @@ import { z } from "zod";
 import { runCampaign } from "./campaign.js";
 import { formatReport } from "./report.js";
 import { readCommandLine } from "../cli-args.js";
+import { CLUSTER_MASTERS, clusterStackReplicas } from "../../test/cluster/cluster-profile.js";
 
 /**
- * `npm run chaos -- --results N --seed S [--results-per-fault K] [--agent-replicas R] [--cancel-share P]
+ * `npm run chaos -- --results N --seed S [--cluster] [--results-per-fault K] [--agent-replicas R] [--cancel-share P]
  *  [--outages O] [--outage-ms MS] [--voice-target-ttl-ms MS] [--run-deadline-grace-ms MS] [--drain-max-ms MS]
  *  [--json FILE] [--out DIR]`  (DIR keeps the service logs, received playbacks and run.update feeds; default
  *  .tmp/chaos/<seed>-<N>)
@@ -16,6 +17,7 @@ import { readCommandLine } from "../cli-args.js";
 const argsSchema = z.object({
   results: z.coerce.number().int().min(1).max(100_000).default(200),
   seed: z.string().min(1).default("lampline"),
+  cluster: z.boolean().default(false),
   "results-per-fault": z.coerce.number().int().min(1).default(12),
   "drain-max-ms": z.coerce.number().int().min(1_000).default(180_000),
   "cancel-share": z.coerce.number().min(0).max(1).default(0.1),
@@ -36,6 +38,9 @@ const HELP = [
   "The fault campaign: the whole stack as separate processes, engine-sim agents and chaos Lamps, with faults injected",
   "(SIGKILLs, Redis restarts, Lamp outages); then every invariant is checked on the recorded history.",
   "",
+  "  --cluster                     run on a private three-master Redis Cluster with two replicas of every",
+  "                                consumer-group service, the router and the device-gateway, three partitions;",
+  "                                kills hit either replica and the Redis fault restarts one cluster node",
   "  --results <n>                 engine results to produce (default 200)",
   "  --seed <s>                    PRNG seed: the same seed plans the same campaign (default lampline)",
   "  --results-per-fault <n>       results between injected faults (default 12)",
@@ -60,6 +65,7 @@ async function main(): Promise<number> {
     options: {
       results: { type: "string" },
       seed: { type: "string" },
+      cluster: { type: "boolean" },
       "results-per-fault": { type: "string" },
       "drain-max-ms": { type: "string" },
       "agent-replicas": { type: "string" },
@@ -84,7 +90,11 @@ async function main(): Promise<number> {
     outageMs: args["outage-ms"],
     voiceTargetTtlMs: args["voice-target-ttl-ms"],
     runDeadlineGraceMs: args["run-deadline-grace-ms"],
-    artifactsDir: args.out ?? join(".tmp", "chaos", `${args.seed}-${args.results}`),
+    deployment: args.cluster
+      ? { clusterMasters: CLUSTER_MASTERS, replicas: clusterStackReplicas }
+      : { replicas: {} },
+    artifactsDir:
+      args.out ?? join(".tmp", "chaos", `${args.seed}-${args.results}${args.cluster ? "-cluster" : ""}`),
     log: (line) => console.error(`[chaos ${new Date().toISOString()}] ${line}`),
   });
   console.log(formatReport(outcome));

@@ -1,4 +1,4 @@
-import type { FaultKind } from "./campaign-plan.js";
+import type { Deployment, FaultKind } from "./campaign-plan.js";
 import type { CampaignOutcome } from "./campaign.js";
 
 const MAX_LISTED_VIOLATIONS = 30;
@@ -10,7 +10,8 @@ export function formatReport(outcome: CampaignOutcome): string {
   const invariant = (name: string, value: number) =>
     `  ${name.padEnd(44)} ${value}${value === 0 ? "" : "  FAIL"}`;
   const lines = [
-    `fault campaign — seed ${plan.seed}, --results ${plan.results}`,
+    `fault campaign — seed ${plan.seed}, --results ${plan.results}${plan.deployment.clusterMasters ? " --cluster" : ""}`,
+    `  on ${formatDeployment(plan.deployment)}`,
     `  ${plan.devices.length} lamps, ${plan.agents.length} agents (${plan.agents.map((a) => a.agentId).join(", ")})`,
     `  duration ${(outcome.durationMs / 1000).toFixed(1)} s, drain ${(outcome.drain.drainedMs / 1000).toFixed(1)} s` +
       (outcome.drain.quiet ? "" : " (still busy at the drain deadline)"),
@@ -65,7 +66,10 @@ export function formatReport(outcome: CampaignOutcome): string {
       (fault) => `  #${fault.index} t=${(fault.firedAt / 1000).toFixed(1)}s ${fault.description}`,
     ),
     `unplanned service exits (restarted by the supervisor): ${outcome.unplannedExits.length}`,
-    ...outcome.unplannedExits.map((exit) => `  ${exit.service} at t=${(exit.at / 1000).toFixed(1)}s`),
+    ...outcome.unplannedExits.map(
+      (exit) =>
+        `  ${exit.service}${exit.replica === 0 ? "" : `#${exit.replica}`} at t=${(exit.at / 1000).toFixed(1)}s`,
+    ),
   ];
   if (verdict.violations.length > 0) {
     lines.push("", `violations (${verdict.violations.length})`);
@@ -99,4 +103,12 @@ function tally(values: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
   return counts;
+}
+
+function formatDeployment(deployment: Deployment): string {
+  const redis = deployment.clusterMasters
+    ? `a Redis Cluster of ${deployment.clusterMasters} masters`
+    : "one redis-server";
+  const replicas = Object.entries(deployment.replicas).map(([name, count]) => `${name} ×${count}`);
+  return replicas.length === 0 ? redis : `${redis}; replicas: ${replicas.join(", ")}`;
 }

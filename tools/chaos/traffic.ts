@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { MACHINE } from "../../test/e2e/stack.js";
@@ -86,7 +86,7 @@ export class TrafficGenerator {
   constructor(
     private readonly plan: CampaignPlan,
     private readonly lamps: Map<string, ChaosLamp>,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly progress: TrafficProgress,
   ) {

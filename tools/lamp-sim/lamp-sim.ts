@@ -48,6 +48,8 @@ export interface LampSimOptions {
 export class LampSim {
   private socket: WebSocket | undefined;
   private playbacks = 0;
+  /** Playbacks received and not yet acked to the end: the sim exits only once every one has been answered. */
+  private speaking = 0;
   private readonly waiters: { count: number; resolve: () => void }[] = [];
   private finishing = false;
   private resolveExit: (code: number) => void = () => undefined;
@@ -183,6 +185,7 @@ export class LampSim {
       this.socket?.terminate();
       return;
     }
+    this.speaking += 1;
     if (faults.reject) {
       this.ack(frame.playbackId, "rejected");
     } else {
@@ -192,7 +195,9 @@ export class LampSim {
       emit("played", { playbackId: frame.playbackId, resultId: frame.resultId, text: frame.text, file });
       this.ack(frame.playbackId, "finished");
     }
-    if (exitAfter !== undefined && this.playbacks >= exitAfter) this.finish(0);
+    this.speaking -= 1;
+    // A playback that arrived while an earlier one was still speaking may end first: wait for the last one.
+    if (exitAfter !== undefined && this.playbacks >= exitAfter && this.speaking === 0) this.finish(0);
   }
 
   private ack(playbackId: string, state: "started" | "finished" | "rejected"): void {

@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { decodeJwt } from "jose";
 import { z } from "zod";
 import { deviceIdSchema } from "../../../libs/auth/tokens.js";
 import { opaqueIdSchema } from "../../../libs/contract/identifiers.js";
 import { BEARER, errorResponses, textResponse } from "../../../libs/http/api-docs.js";
 import type { OperatorGate } from "../../../libs/http/operator-gate.js";
-import { knownDevicesKey } from "../../../libs/os-store/os-keys.js";
+import { activeDevices } from "../../../libs/os-store/device-activity.js";
 import { runStateSchema } from "../../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { redriveDeadLetter } from "../../../libs/streams/dead-letters.js";
@@ -34,8 +34,9 @@ import {
 } from "./views.js";
 
 export interface ConsoleDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keyspace;
+  partitions: number;
   queries: OsQueries;
   auth: LampAuthenticator;
   operators: OperatorGate;
@@ -187,8 +188,8 @@ function registerSignIn(site: FastifyInstance, { auth }: ConsoleDeps): void {
   );
 }
 
-async function knownDevices({ redis, keys }: ConsoleDeps): Promise<string[]> {
-  return (await redis.smembers(knownDevicesKey(keys))).sort();
+function knownDevices({ redis, keys, partitions }: ConsoleDeps): Promise<string[]> {
+  return activeDevices(redis, keys, partitions);
 }
 
 function runFilterOf(query: z.infer<typeof runsQuerySchema>): RunFilter {
@@ -207,7 +208,7 @@ function runsQueryString(raw: unknown): URLSearchParams {
 
 const renderers = {
   async devices(deps: ConsoleDeps): Promise<SafeHtml> {
-    return devicesPanel(await deviceOverviews(deps.redis, deps.keys), Date.now());
+    return devicesPanel(await deviceOverviews(deps.redis, deps.keys, deps.partitions), Date.now());
   },
   async pipeline(deps: ConsoleDeps, redriven?: string): Promise<SafeHtml> {
     const [streams, letters] = await Promise.all([

@@ -1,10 +1,11 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   parseHarnessSessionRecord,
   type HarnessSessionRecord,
 } from "../../../libs/os-store/harness-session-record.js";
-import { knownDevicesKey, OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
+import { activeDevices } from "../../../libs/os-store/device-activity.js";
+import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 
 export interface DeviceOverview {
@@ -20,8 +21,12 @@ export interface DeviceOverview {
 }
 
 /** The devices the routers serve, each with its Lamp and Harness sessions and run counts, read in one round trip. */
-export async function deviceOverviews(redis: Redis, keys: Keyspace): Promise<DeviceOverview[]> {
-  const deviceIds = (await redis.smembers(knownDevicesKey(keys))).sort();
+export async function deviceOverviews(
+  redis: RedisClient,
+  keys: Keyspace,
+  partitions: number,
+): Promise<DeviceOverview[]> {
+  const deviceIds = await activeDevices(redis, keys, partitions);
   const batch = redis.pipeline();
   for (const deviceId of deviceIds) {
     const device = new OsDeviceKeys(keys, deviceId);

@@ -1,9 +1,9 @@
 import { EventEmitter } from "node:events";
 import type { ServerResponse } from "node:http";
 import type { FastifyReply } from "fastify";
-import type { Redis } from "ioredis";
 import { runUpdatesChannelPattern } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import type { Subscriber } from "../../../libs/redis/subscriber.js";
 
 /** How often open consoles are told to re-read what has no change notice of its own (stream lag, dead letters). */
 export const PIPELINE_TICK_MS = 2_000;
@@ -19,7 +19,7 @@ export class ConsoleLiveFeed {
   private readonly open = new Set<ServerResponse>();
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly subscriber: Subscriber,
     private readonly keys: Keyspace,
   ) {
     this.events.setMaxListeners(0);
@@ -31,7 +31,7 @@ export class ConsoleLiveFeed {
   }
 
   async listen(): Promise<void> {
-    this.subscriber.on("pmessage", (_pattern: string, _channel: string, deviceId: string) =>
+    this.subscriber.onPatternMessage((_pattern, _channel, deviceId) =>
       this.events.emit("message", "run-update", deviceId),
     );
     await this.subscriber.psubscribe(runUpdatesChannelPattern(this.keys));
@@ -61,6 +61,6 @@ export class ConsoleLiveFeed {
     for (const response of this.open) response.end();
     clearInterval(this.ticker);
     this.events.removeAllListeners();
-    this.subscriber.disconnect();
+    this.subscriber.close();
   }
 }

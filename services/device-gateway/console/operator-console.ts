@@ -19,7 +19,7 @@ export async function startOperatorConsole(
   auth: LampAuthenticator,
 ): Promise<{ stop(): Promise<void> }> {
   const operators = osOperatorGate(auth);
-  const feed = new ConsoleLiveFeed(ctx.connections.blocking("device-gateway/console-feed"), ctx.keys);
+  const feed = new ConsoleLiveFeed(ctx.connections.subscriber("device-gateway/console-feed"), ctx.keys);
   await feed.listen();
   const playbackQueue = new Queue(QUEUE_CATALOG.lampPlayback.name, {
     connection: ctx.connections.blocking("device-gateway/playback-board"),
@@ -30,6 +30,7 @@ export async function startOperatorConsole(
   await registerConsoleRoutes(ctx.http, {
     redis: ctx.connections.command,
     keys: ctx.keys,
+    partitions: ctx.base.STREAM_PARTITIONS,
     queries,
     auth,
     operators,

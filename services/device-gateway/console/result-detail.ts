@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   outboxEntrySchema,
@@ -46,7 +46,7 @@ const hashSchema = z.record(z.string(), z.string());
 
 /** A stored result with its member runs, its outbox entry and the timeline of its answer and notice playbacks. */
 export async function resultDetail(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceId: string,
   resultId: string,

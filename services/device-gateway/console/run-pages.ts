@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import { parseRunRecord, runStateSchema, type RunRecord } from "../../../libs/os-store/run-record.js";
@@ -65,7 +65,7 @@ function isPast(run: RunRecord, position: Position | undefined): boolean {
  * runs costs one page's reads, not a scan of everything.
  */
 export async function runPage(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceIds: string[],
   filter: RunFilter,
@@ -82,7 +82,7 @@ export async function runPage(
 
 /** Up to limit + 1 matching runs of one device past the position (ties at the page edge all included). */
 async function deviceRuns(
-  redis: Redis,
+  redis: RedisClient,
   device: OsDeviceKeys,
   filter: RunFilter,
   position: Position | undefined,
@@ -109,7 +109,7 @@ async function deviceRuns(
 
 /** How many requests each listed run's result answered, keyed `deviceId|resultKey` (for the group marker). */
 export async function groupSizes(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   runs: RunRecord[],
 ): Promise<Map<string, number>> {

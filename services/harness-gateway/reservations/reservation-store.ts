@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { canonicalHash } from "../../../libs/contract/canonical-json.js";
 import type { TurnSendRequest, TurnStopRequest } from "../../../libs/contract/harness-wire.js";
@@ -8,7 +8,7 @@ import { STREAMS, harnessDispatchSchema, type HarnessDispatch } from "../../../l
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
-import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
+import { HarnessDeviceKeys, undispatchedDevicesKey } from "../../../libs/harness-store/harness-keys.js";
 
 /** {status, receiptJson}: the stored receipt when accepted or a duplicate, '' otherwise. */
 const reserveScript = LuaScript.fromFile(
@@ -41,7 +41,7 @@ export function requestHash(request: ReservableRequest): string {
 /** Reservations and receipts of devices: reserve durably, then dispatch exactly once per reservation. */
 export class ReservationStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly limits: ReservationLimits,
   ) {}
@@ -68,7 +68,7 @@ export class ReservationStore {
     };
     const dispatch = dispatchOf(deviceId, deliveryId, request, now);
     const device = new HarnessDeviceKeys(this.keys, deviceId);
-    const [status, stored] = await reserveScript.run(
+    const reserved = reserveScript.run(
       this.redis,
       [device.base],
       [
@@ -82,6 +82,13 @@ export class ReservationStore {
         tokenIssuedAt,
       ],
     );
+    // Issued in the same tick, so on the same connection Redis runs it right after the reserve step, even if this
+    // process dies before the reply: the dispatch sweep's index then lists every device it might have work on
+    // (a duplicate or refused request lists it needlessly; the sweep takes it out again). See dispatch-sweep.ts.
+    const [[status, stored]] = await Promise.all([
+      reserved,
+      this.redis.zadd(undispatchedDevicesKey(this.keys), "NX", now, deviceId),
+    ]);
     if (status === "accepted" || status === "duplicate") {
       return { status, receipt: receiptSchema.parse(JSON.parse(stored)) };
     }

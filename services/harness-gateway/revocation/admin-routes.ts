@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { deviceIdSchema } from "../../../libs/auth/tokens.js";
 import { BEARER, errorResponses } from "../../../libs/http/api-docs.js";
@@ -34,7 +34,7 @@ const revokeDeviceSchema = {
  */
 export function registerAdminRoutes(
   http: FastifyInstance,
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   operators: OperatorGate,
 ): void {

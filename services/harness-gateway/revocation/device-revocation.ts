@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
@@ -19,7 +19,7 @@ export interface RevocationReport {
 
 /** Removes a device's Harness data, refuses its older tokens and closes its sessions (used by the API and CLI). */
 export async function revokeDevice(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   deviceId: string,
 ): Promise<RevocationReport> {

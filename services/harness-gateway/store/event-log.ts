@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
@@ -24,7 +24,7 @@ export interface LoggedEvent {
 /** Read side of a device's event log and results (the result-producer writes them). */
 export class DeviceEventLog {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {}
 

@@ -6,6 +6,7 @@ import {
   type HarnessRequest,
   type HelloRequest,
 } from "../../../libs/contract/harness-wire.js";
+import { errorMessage } from "../../../libs/errors/error-message.js";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { AgentDirectory } from "../agent-directory.js";
 import type { GatewayConfig } from "../config.js";
@@ -34,6 +35,7 @@ export interface SessionPrincipal {
 }
 
 const PUMP_BATCH = 256;
+const PUMP_RETRY_MS = 1_000;
 
 /**
  * One authenticated peer connection. Requests run concurrently (bounded by MAX_IN_FLIGHT), and every frame gets
@@ -86,13 +88,22 @@ export class HarnessSession {
     void this.handle(request, address).finally(() => (this.inFlight -= 1));
   }
 
-  /** New events exist for this device (notification or periodic catch-up). */
+  /**
+   * New events exist for this device (notification or catch-up). A pump that fails (Redis unreachable) is tried
+   * again after PUMP_RETRY_MS: the notice that asked for it will not come again.
+   */
   notify(): void {
     if (!this.streaming || this.pumpQueued) return;
     this.pumpQueued = true;
     this.enqueue(async () => {
       this.pumpQueued = false;
-      await this.pump();
+      await this.pump().catch((error: unknown) => {
+        this.deps.log.warn(
+          { deviceId: this.deviceId, err: errorMessage(error) },
+          "event pump failed; retrying",
+        );
+        setTimeout(() => this.notify(), PUMP_RETRY_MS).unref();
+      });
     });
   }
 
@@ -202,11 +213,14 @@ export class HarnessSession {
     this.sentCursor = eventId;
   }
 
+  /** Sends what the log holds past the cursor; nothing new costs one read (the instance is read only to send). */
   private async pump(): Promise<void> {
     if (this.socket.readyState !== this.socket.OPEN) return;
-    const instance = await this.deps.identity.current();
+    let instance: string | undefined;
     for (;;) {
       const events = await this.deps.eventLog.after(this.deviceId, this.sentCursor, PUMP_BATCH);
+      if (events.length === 0) return;
+      instance ??= await this.deps.identity.current();
       for (const event of events) await this.sendEvent(event, instance);
       if (events.length < PUMP_BATCH) return;
     }

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { authenticateBearer } from "../../../libs/auth/bearer-auth.js";
 import type { Principal } from "../../../libs/auth/tokens.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
@@ -16,7 +16,7 @@ export type AuthFailure = { code: "UNAUTHORIZED" | "REVOKED"; message: string };
  * tokens (aud `os`) and operator tokens never open a peer session.
  */
 export async function authenticatePeer(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   secret: string,
   authorization: string | undefined,

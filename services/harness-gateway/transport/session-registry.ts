@@ -1,26 +1,30 @@
-import type { Redis } from "ioredis";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { HarnessSession } from "./harness-session.js";
+import type { Subscriber } from "../../../libs/redis/subscriber.js";
 
 /**
- * The sessions this process holds, by device. Live delivery: a pub/sub notice names the device whose log grew;
- * a periodic catch-up covers any notice that was lost (pub/sub is fire-and-forget), so nothing is missed.
+ * The sessions this process holds, by device. Live delivery: a pub/sub notice names the device whose log grew (the
+ * result-producer publishes it in the same script that appends the event). A notice is lost only while this
+ * subscriber is disconnected, so every session catches up when the subscription is back; a slow periodic catch-up
+ * is the safety net beyond that, and it costs one read per session whatever the log holds.
  */
 export class SessionRegistry {
   private readonly byDevice = new Map<string, Set<HarnessSession>>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly subscriber: Subscriber,
     private readonly channels: { events: string; revocations: string },
     private readonly log: Logger,
   ) {}
 
   async start(catchUpMs: number): Promise<void> {
-    this.subscriber.on("message", (channel: string, deviceId: string) => {
+    this.subscriber.onMessage((channel, deviceId) => {
       if (channel === this.channels.events) this.notifyDevice(deviceId);
       if (channel === this.channels.revocations) this.closeDevice(deviceId, 4001, "revoked");
     });
+    // After a reconnect every session may have missed a notice.
+    this.subscriber.onResubscribed(() => this.notifyAll());
     await this.subscriber.subscribe(this.channels.events, this.channels.revocations);
     this.timer = setInterval(() => this.notifyAll(), catchUpMs);
     this.timer.unref();
@@ -28,7 +32,7 @@ export class SessionRegistry {
 
   /** Live delivery depends on the subscription; catch-up alone would still deliver, only later. */
   isSubscribed(): boolean {
-    return this.subscriber.status === "ready";
+    return this.subscriber.subscribed;
   }
 
   add(session: HarnessSession): void {
@@ -60,7 +64,7 @@ export class SessionRegistry {
     clearInterval(this.timer);
     for (const deviceId of [...this.byDevice.keys()])
       this.closeDevice(deviceId, 1001, "server shutting down");
-    this.subscriber.disconnect();
+    this.subscriber.close();
   }
 
   private notifyDevice(deviceId: string): void {

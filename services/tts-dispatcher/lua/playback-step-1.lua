@@ -11,7 +11,10 @@
 --                    deadGateway (the worker saw no heartbeat of that instance) counts as no presence.
 --   ack-timeout      sending -> uncertain (ack_timeout)
 --   abandon          the job gave up: sending -> uncertain, queued -> failed (worker_lost)
---   ack <state>      started/finished/interrupted: sending|uncertain -> played; rejected -> failed (lamp_rejected)
+--   ack <state> <channel> <deviceId>
+--                    started/finished/interrupted: sending|uncertain -> played; rejected -> failed (lamp_rejected);
+--                    leaving sending is published on <channel> ({deviceId, playbackId, state}) to wake the worker
+--                    waiting for this ack (a hint: the worker also re-reads the state on its own)
 -- Moving to uncertain or failed is a run.update `playback`, to suppressed one `suppressed`, for each member run.
 -- Returns {verdict, state, reason, kind, gatewayId, waitUntil}; verdict: moved | settled | offline | stale | recorded |
 -- unknown; waitUntil (epoch ms) only with offline.
@@ -95,8 +98,13 @@ if op == 'ack' then
   if not ACK_RANK[arg] then return redis.error_reply('INVALID_ACK ' .. tostring(arg)) end
   if state == 'sending' or state == 'uncertain' then
     recordAck(arg)
-    if arg == 'rejected' then return move('failed', 'lamp_rejected') end
-    return move('played', '')
+    local moved
+    if arg == 'rejected' then moved = move('failed', 'lamp_rejected') else moved = move('played', '') end
+    if state == 'sending' then
+      local channel, deviceId = ARGV[5], ARGV[6]
+      redis.call('PUBLISH', channel, cjson.encode({deviceId = deviceId, playbackId = id, state = moved[2]}))
+    end
+    return moved
   end
   if state == 'played' and arg ~= 'rejected' and recordAck(arg) then return stay('recorded') end
   return stay('stale')

@@ -23,7 +23,7 @@ export async function promoteIfDelayed(job: Job): Promise<WakeOutcome> {
 
 export interface PlaybackQueueSettings {
   connection: ConnectionOptions;
-  /** BullMQ key prefix: `<KEY_PREFIX>:bull`. */
+  /** BullMQ key prefix: `{<KEY_PREFIX>:bull}` (a hash tag: the queue's keys share one cluster slot). */
   prefix: string;
   maxAttempts: number;
   retryDelayMs: number;

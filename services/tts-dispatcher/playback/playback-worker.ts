@@ -1,5 +1,5 @@
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
@@ -11,12 +11,13 @@ import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../../libs/test-support/crash-point.js";
 import type { PlaybackStore, StepResult } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
+import type { AckNotices, AckWait } from "./ack-notices.js";
 import { promoteIfDelayed } from "./playback-queue.js";
 
 export interface PlaybackWorkerOptions {
   connection: ConnectionOptions;
   prefix: string;
-  redis: Redis;
+  redis: RedisClient;
   keys: Keyspace;
   store: PlaybackStore;
   metrics: TtsMetrics;
@@ -30,13 +31,16 @@ export interface PlaybackWorkerOptions {
   lockDurationMs: number;
   stalledIntervalMs: number;
   crashPoint: CrashPoint;
+  /** Wakes the wait for an ack when the ack step publishes it. */
+  notices: AckNotices;
 }
 
-const ACK_POLL_MS = 25;
+/** A notice may be lost (a reconnect of the subscriber): a waiting worker reads the state itself this often. */
+const ACK_RECHECK_MS = 1_000;
 
 /**
  * Sends one playback to the Lamp at most once: claim (queued → sending, atomically with the presence check), write
- * playback.start to the gateway holding the socket, wait for `started`. A playback found already `sending` was
+ * playback.start to the gateway holding the socket, wait for `started` (woken by the ack step's notice, no polling). A playback found already `sending` was
  * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came. With no
  * Lamp connected the job waits, delayed without spending an attempt, until the claim says to check again or a
  * `lamp.connected` wakes it.
@@ -76,6 +80,7 @@ export class PlaybackWorker {
   /** Stops taking jobs; in-flight ack waits end now and leave their playback `uncertain` (a late ack still lands). */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.options.notices.close();
     await this.worker.close();
   }
 
@@ -142,6 +147,21 @@ export class PlaybackWorker {
   }
 
   private async send(playback: PlaybackRecord, voiceTargetId: string, gatewayId: string): Promise<void> {
+    const { notices } = this.options;
+    const wait = notices.expect(playback.deviceId, playback.playbackId);
+    try {
+      await this.sendAndAwaitAck(playback, voiceTargetId, gatewayId, wait);
+    } finally {
+      wait.end();
+    }
+  }
+
+  private async sendAndAwaitAck(
+    playback: PlaybackRecord,
+    voiceTargetId: string,
+    gatewayId: string,
+    wait: AckWait,
+  ): Promise<void> {
     const { redis, keys, store, metrics, crashPoint } = this.options;
     const sentAt = Date.now();
     await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(gatewayId), {
@@ -157,30 +177,35 @@ export class PlaybackWorker {
     });
     metrics.recordPlaybackStart(playback, sentAt);
     await crashPoint.reach("tts-dispatcher.mid-send");
-    const state = await this.awaitAck(playback.deviceId, playback.playbackId, sentAt);
-    metrics.ackWait.observe(
-      { outcome: state === "sending" ? "timeout" : state },
-      (Date.now() - sentAt) / 1000,
-    );
-    if (state === "sending")
+    const acked = await this.awaitAck(playback, sentAt, wait);
+    metrics.ackWait.observe({ outcome: acked ?? "timeout" }, (Date.now() - sentAt) / 1000);
+    // No ack in time: the timeout step reads the state once more, atomically with moving it to uncertain.
+    if (acked === undefined)
       this.record(
         await store.step(playback.deviceId, playback.playbackId, { op: "ack-timeout" }, Date.now()),
       );
   }
 
-  /** Polls the playback until an ack moved it out of `sending` or the ack timeout passed; returns the last state. */
+  /**
+   * Waits for the notice that an ack moved the playback out of `sending`, re-reading the state every
+   * ACK_RECHECK_MS (a lost notice never loses an ack); returns the state an ack left, or undefined when none came
+   * before the ack timeout (or the worker is stopping).
+   */
   private async awaitAck(
-    deviceId: string,
-    playbackId: string,
+    playback: PlaybackRecord,
     sentAt: number,
+    wait: AckWait,
   ): Promise<PlaybackState | undefined> {
     const deadline = sentAt + this.options.ackTimeoutMs;
-    let state = await this.options.store.playbackState(deviceId, playbackId);
-    while (state === "sending" && Date.now() < deadline && !this.stopping) {
-      await new Promise((resolve) => setTimeout(resolve, ACK_POLL_MS));
-      state = await this.options.store.playbackState(deviceId, playbackId);
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || this.stopping) return undefined;
+      const notice = await wait.next(Math.min(remaining, ACK_RECHECK_MS));
+      if (notice !== "no-notice") return notice;
+      if (this.stopping) return undefined;
+      const state = await this.options.store.playbackState(playback.deviceId, playback.playbackId);
+      if (state !== "sending") return state;
     }
-    return state;
   }
 
   /** A job that gave up for good (attempts spent, stalled too often) must not leave its playback `sending`/`queued`. */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import { resultRecordSchema, type ResultRecord } from "../../../libs/os-store/result-record.js";
 import { runRecordSchema, type RunRecord } from "../../../libs/os-store/run-record.js";
@@ -29,7 +29,7 @@ export class StoreRecordError extends Error {
 
 export class OsStoreReader {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   outboxEntrySchema,
@@ -15,6 +15,7 @@ import {
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { playbackAcksChannel } from "../playback/ack-notices.js";
 
 export interface NewOutboxEntry {
   deviceId: string;
@@ -122,7 +123,7 @@ const playbackStep = LuaScript.fromFile(
  */
 export class PlaybackStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {}
 
@@ -180,7 +181,9 @@ export class PlaybackStore {
     const args =
       operation.op === "claim"
         ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs]
-        : [operation.op === "ack" ? operation.ack : ""];
+        : operation.op === "ack"
+          ? [operation.ack, playbackAcksChannel(this.keys), deviceId]
+          : [""];
     return playbackStep.run(
       this.redis,
       [this.device(deviceId).base],

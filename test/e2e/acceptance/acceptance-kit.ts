@@ -7,6 +7,9 @@ import type { E2EStack } from "../stack.js";
 import type { TestLamp } from "../test-lamp.js";
 import { sleep } from "../../../libs/timing/sleep.js";
 import { sampleValue } from "../../helpers/metrics-text.js";
+import { streamPartitions } from "../../../libs/streams/stream-partitions.js";
+import { scanKeys } from "../../helpers/scan-keys.js";
+import { errorMessage } from "../../../libs/errors/error-message.js";
 
 /** GET /v1/runs/:id as the OS query API answers it (DESIGN §7). */
 export interface RunView {
@@ -87,8 +90,14 @@ export class DeviceProbe {
     return body;
   }
 
-  runUntil(runId: string, accept: (run: RunView) => boolean, timeoutMs?: number): Promise<RunView> {
-    return until(`run ${runId}`, () => this.run(runId), accept, timeoutMs);
+  /** Waits for the run to reach a state; a timeout shows what every service logged about the device. */
+  async runUntil(runId: string, accept: (run: RunView) => boolean, timeoutMs?: number): Promise<RunView> {
+    try {
+      return await until(`run ${runId}`, () => this.run(runId), accept, timeoutMs);
+    } catch (error) {
+      const logs = this.stack.logsMentioning(this.deviceId);
+      throw new Error(`${errorMessage(error)}\n${logs}`);
+    }
   }
 
   /** The stored result, or undefined when the OS has none under that id (404). */
@@ -135,7 +144,7 @@ export class DeviceProbe {
 
   /** Outbox states of every result of this device (one entry per result identity). */
   async outboxStates(): Promise<string[]> {
-    const keys = await scanKeys(this.stack, this.os.outbox("*"));
+    const keys = await scanKeys(this.stack.redis, this.os.outbox("*"));
     const states = await Promise.all(keys.map((key) => this.stack.redis.hget(key, "state")));
     return states.map((state) => state ?? "(none)");
   }
@@ -172,16 +181,18 @@ export class DeviceProbe {
 }
 
 const PIPELINE = [
-  STREAMS.harnessDispatch.name,
-  STREAMS.engineRecords.name,
-  STREAMS.harnessEvidence.name,
-  STREAMS.osRouted.name,
-  STREAMS.osResolved.name,
-  LAMP_STREAMS.lampEvents.name,
+  STREAMS.harnessDispatch,
+  STREAMS.engineRecords,
+  STREAMS.harnessEvidence,
+  STREAMS.osRouted,
+  STREAMS.osResolved,
+  LAMP_STREAMS.lampEvents,
 ];
 
 async function pipelineDrained(stack: E2EStack): Promise<boolean> {
-  for (const name of PIPELINE) if (!(await groupsDrained(stack, stack.keys.stream(name)))) return false;
+  for (const stream of PIPELINE)
+    for (const partition of streamPartitions(stream, stack.keys))
+      if (!(await groupsDrained(stack, stack.keys.stream(stream.name, partition)))) return false;
   return true;
 }
 
@@ -199,17 +210,6 @@ function toRecord(flat: unknown[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
   for (let index = 0; index + 1 < flat.length; index += 2) record[String(flat[index])] = flat[index + 1];
   return record;
-}
-
-async function scanKeys(stack: E2EStack, pattern: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, keys] = await stack.redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-    cursor = next;
-    found.push(...keys);
-  } while (cursor !== "0");
-  return found;
 }
 
 /** deliveryIds of the inputs the agent's engine received on stdin, in order (one entry per written input line). */

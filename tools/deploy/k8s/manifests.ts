@@ -11,7 +11,8 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { Ingress } from "kubernetes-models/networking.k8s.io/v1/Ingress";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
 import type { ServiceName } from "../../../libs/contract/catalog.js";
-import { consumerGroups, playbackWaitList } from "./consumer-groups.js";
+import { HASH_MAX_LISTPACK_VALUE } from "../../../libs/redis/redis-server-process.js";
+import { consumerGroups, playbackWaitList, RENDERED_PARTITIONS } from "./consumer-groups.js";
 import type { Overlay } from "./overlays.js";
 
 export const NAMESPACE = "lampline";
@@ -67,8 +68,22 @@ const SERVICES: readonly ServiceShape[] = [
 
 /** What the Secret `lampline-secrets` must hold in an overlay (created outside git, docs/operations.md). */
 export function secretKeys(overlay: Overlay): string[] {
-  const redis = overlay.redis === "external" ? ["REDIS_URL", "REDIS_ADDRESS", "REDIS_PASSWORD"] : [];
-  return ["AUTH_JWT_SECRET", "HARNESS_JWT_SECRET", ...redis];
+  return ["AUTH_JWT_SECRET", "HARNESS_JWT_SECRET", ...redisSecretKeys(overlay)];
+}
+
+/**
+ * The Secret's Redis keys: for one Redis its URL (with credentials) and `host:port` for KEDA; for a Cluster the
+ * seed nodes for the services and KEDA (`host:port,…`) and a URL that carries only the credentials.
+ */
+function redisSecretKeys(overlay: Overlay): string[] {
+  switch (overlay.redis) {
+    case "in-cluster":
+      return [];
+    case "external":
+      return ["REDIS_URL", "REDIS_ADDRESS", "REDIS_PASSWORD"];
+    case "external-cluster":
+      return ["REDIS_URL", "REDIS_CLUSTER_NODES", "REDIS_PASSWORD"];
+  }
 }
 
 const labels = (name: string) => ({
@@ -107,6 +122,8 @@ function configMap(overlay: Overlay): ConfigMap {
     data: {
       ...redis,
       KEY_PREFIX,
+      // The scalers' triggers are rendered per partition: every process must agree on the count.
+      STREAM_PARTITIONS: String(RENDERED_PARTITIONS),
       HOST: "0.0.0.0",
       PORT: String(PORT),
       LOG_LEVEL: overlay.logLevel,
@@ -143,8 +160,7 @@ function serviceEnv(shape: ServiceShape): IEnvVar[] {
 
 /** prod reads the Redis address and credentials from the Secret; dev from the ConfigMap. */
 function redisEnv(overlay: Overlay): IEnvVar[] {
-  if (overlay.redis === "in-cluster") return [];
-  return ["REDIS_URL", "REDIS_ADDRESS", "REDIS_PASSWORD"].map((key) => ({
+  return redisSecretKeys(overlay).map((key) => ({
     name: key,
     valueFrom: { secretKeyRef: { name: SECRET, key } },
   }));
@@ -270,13 +286,17 @@ function scaledObject(shape: ServiceShape, overlay: Overlay): ScaledObject {
   const groups = consumerGroups(KEY_PREFIX, overlay.machineId).filter(
     (group) => group.service === shape.name,
   );
-  const address: Record<string, string> = { addressFromEnv: "REDIS_ADDRESS" };
+  const onCluster = overlay.redis === "external-cluster";
+  const address: Record<string, string> = onCluster
+    ? { addressesFromEnv: "REDIS_CLUSTER_NODES" }
+    : { addressFromEnv: "REDIS_ADDRESS" };
   const password: Record<string, string> =
-    overlay.redis === "external" ? { passwordFromEnv: "REDIS_PASSWORD" } : {};
-  const streamTriggers = groups.flatMap(({ streamKey, group }) => [
+    overlay.redis === "in-cluster" ? {} : { passwordFromEnv: "REDIS_PASSWORD" };
+  // One trigger pair per partition: KEDA scales on the busiest partition (the HPA takes the largest of its metrics).
+  const streamTriggers = groups.flatMap(({ streamKey, group, partition }) => [
     {
-      type: "redis-streams",
-      name: `${group}-lag`,
+      type: onCluster ? "redis-cluster-streams" : "redis-streams",
+      name: `${group}-p${partition}-lag`,
       metadata: {
         ...address,
         ...password,
@@ -287,8 +307,8 @@ function scaledObject(shape: ServiceShape, overlay: Overlay): ScaledObject {
       },
     },
     {
-      type: "redis-streams",
-      name: `${group}-pending`,
+      type: onCluster ? "redis-cluster-streams" : "redis-streams",
+      name: `${group}-p${partition}-pending`,
       metadata: {
         ...address,
         ...password,
@@ -303,7 +323,7 @@ function scaledObject(shape: ServiceShape, overlay: Overlay): ScaledObject {
     waitList.service === shape.name
       ? [
           {
-            type: "redis",
+            type: onCluster ? "redis-cluster" : "redis",
             name: "lamp-playback-waiting",
             metadata: {
               ...address,
@@ -401,7 +421,10 @@ function gatewayIngress(): Ingress {
   });
 }
 
-/** dev only: Redis with AOF on and noeviction on a PersistentVolumeClaim. */
+/**
+ * dev only: Redis with AOF on and noeviction on a PersistentVolumeClaim, and hashes with long field values kept in
+ * the compact encoding (docs/operations.md "Redis settings").
+ */
 export const REDIS_ARGS = [
   "--appendonly",
   "yes",
@@ -411,6 +434,8 @@ export const REDIS_ARGS = [
   "512mb",
   "--maxmemory-policy",
   "noeviction",
+  "--hash-max-listpack-value",
+  String(HASH_MAX_LISTPACK_VALUE),
   "--save",
   "",
 ];

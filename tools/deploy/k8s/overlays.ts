@@ -3,11 +3,14 @@
  * else (services, probes, security, scalers) is the base in `manifests.ts`, the same for both.
  */
 export interface Overlay {
-  name: "dev" | "prod";
+  name: "dev" | "prod" | "prod-cluster";
   /** The image every container runs, set in the overlay's kustomization (`images:`), never in the base. */
   image: { newName: string; newTag: string };
-  /** dev: a Redis StatefulSet in the namespace; prod: an external Redis or Redis Cluster named by the Secret. */
-  redis: "in-cluster" | "external";
+  /**
+   * dev: a Redis StatefulSet in the namespace; prod: an external Redis named by the Secret; prod-cluster: an
+   * external Redis Cluster whose seed nodes the Secret names (the scalers then use KEDA's cluster triggers).
+   */
+  redis: "in-cluster" | "external" | "external-cluster";
   /** The machine the engine-runner is (its consumer group is `engine-runner.<machineId>`). */
   machineId: string;
   /** Fixed replicas of the services KEDA does not scale. */
@@ -28,6 +31,33 @@ const engineSim = (protocol: string, scenario: string) => [
   `test/fixtures/engine-scenarios/${scenario}.json`,
 ];
 
+const PROD: Overlay = {
+  name: "prod",
+  image: { newName: "ghcr.io/lampline/lampline", newTag: "0.1.0" },
+  redis: "external",
+  machineId: "prod-machine-1",
+  replicas: { gateways: 2, router: 2 },
+  maxReplicas: 10,
+  logLevel: "info",
+  agents: [
+    {
+      agentId: "claude",
+      machineId: "prod-machine-1",
+      engine: "claude-stream-json",
+      command: [
+        "claude",
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--replay-user-messages",
+        "--verbose",
+      ],
+    },
+  ],
+};
+
 export const OVERLAYS: readonly Overlay[] = [
   {
     name: "dev",
@@ -46,30 +76,7 @@ export const OVERLAYS: readonly Overlay[] = [
       },
     ],
   },
-  {
-    name: "prod",
-    image: { newName: "ghcr.io/lampline/lampline", newTag: "0.1.0" },
-    redis: "external",
-    machineId: "prod-machine-1",
-    replicas: { gateways: 2, router: 2 },
-    maxReplicas: 10,
-    logLevel: "info",
-    agents: [
-      {
-        agentId: "claude",
-        machineId: "prod-machine-1",
-        engine: "claude-stream-json",
-        command: [
-          "claude",
-          "-p",
-          "--input-format",
-          "stream-json",
-          "--output-format",
-          "stream-json",
-          "--replay-user-messages",
-          "--verbose",
-        ],
-      },
-    ],
-  },
+  PROD,
+  // The same production deployment on a Redis Cluster.
+  { ...PROD, name: "prod-cluster", redis: "external-cluster" },
 ];

@@ -1,0 +1,32 @@
+-- Trims one pipeline stream up to the oldest entry some consumer group may still need: an entry goes only once
+-- every group has been delivered past it and it is pending for none. One atomic step on the stream's own key.
+-- KEYS[1] = stream. Returns {minId, removed}: the MINID trimmed to ('' when nothing may go) and how many entries
+-- left. A stream without groups is left alone (nobody has said what it still needs).
+local stream = KEYS[1]
+if redis.call('EXISTS', stream) == 0 then return {'', 0} end
+
+local function parse(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return {tonumber(ms), tonumber(seq)}
+end
+
+local function older(a, b)
+  return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
+end
+
+local floor = nil
+local groups = redis.call('XINFO', 'GROUPS', stream)
+for _, fields in ipairs(groups) do
+  local info = {}
+  for i = 1, #fields, 2 do info[fields[i]] = fields[i + 1] end
+  local delivered = parse(info['last-delivered-id'])
+  local needed = {delivered[1], delivered[2] + 1}
+  if tonumber(info['pending']) > 0 then
+    local oldest = parse(redis.call('XPENDING', stream, info['name'])[2])
+    if older(oldest, needed) then needed = oldest end
+  end
+  if floor == nil or older(needed, floor) then floor = needed end
+end
+if floor == nil then return {'', 0} end
+local min_id = string.format('%.0f-%.0f', floor[1], floor[2])
+return {min_id, redis.call('XTRIM', stream, 'MINID', '~', min_id)}

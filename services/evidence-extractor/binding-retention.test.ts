@@ -1,0 +1,97 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
+import { EvidenceStore } from "./evidence-store.js";
+import { bindingScopeKey, type IdentityBinding } from "./identity-binding.js";
+
+const AGENT = "agent-retention";
+const RUNTIME = "runtime-long-lived";
+const RETENTION_MS = 60_000;
+const T0 = Date.UTC(2026, 11, 3, 8, 0, 0);
+
+let t: TestRedis;
+let clock = T0;
+let store: EvidenceStore;
+
+beforeEach(() => {
+  t = createTestRedis("binding-retention");
+  clock = T0;
+  store = new EvidenceStore(t.redis, t.keys, RETENTION_MS, () => clock);
+});
+
+afterEach(async () => {
+  await t.cleanup();
+});
+
+/** A message binding (our deliveryId): its own app id is its scope, so each one is one row in each hash. */
+function message(deliveryId: string): IdentityBinding {
+  return {
+    id: `binding-${deliveryId}`,
+    appEntityKind: "message",
+    appEntityId: deliveryId,
+    provider: "claude-stream-json",
+    providerSessionId: RUNTIME,
+    nativeKind: null,
+    nativeRef: null,
+    scope: {
+      threadId: "thread:1",
+      runId: null,
+      parentNodeId: null,
+      providerThreadId: null,
+      providerTurnId: null,
+    },
+    correlation: "synthetic",
+    firstRawEventId: `${RUNTIME}:1`,
+    createdAt: new Date(T0).toISOString(),
+    updatedAt: new Date(T0).toISOString(),
+  };
+}
+
+const base = () => t.keys.agent(AGENT);
+async function stored() {
+  const [runtime, identity, runtimeIndex, identityIndex] = await Promise.all([
+    t.redis.hkeys(`${base()}:bindings:${RUNTIME}`),
+    t.redis.hkeys(`${base()}:identity`),
+    t.redis.zcard(`${base()}:bindings-at:${RUNTIME}`),
+    t.redis.zcard(`${base()}:identity-at`),
+  ]);
+  return { runtime: runtime.sort(), identity: identity.sort(), runtimeIndex, identityIndex };
+}
+
+describe("identity bindings of a long-lived agent stay bounded", () => {
+  it("a binding unseen for the retention is removed by a later bind step; one seen again, or younger, stays", async () => {
+    const [old, seenAgain, young, fresh] = ["d-old", "d-seen-again", "d-young", "d-fresh"].map(message) as [
+      IdentityBinding,
+      IdentityBinding,
+      IdentityBinding,
+      IdentityBinding,
+    ];
+    expect(await store.persistBindings(AGENT, RUNTIME, [old, seenAgain])).toBe(0);
+    clock = T0 + RETENTION_MS / 2;
+    expect(await store.persistBindings(AGENT, RUNTIME, [seenAgain, young])).toBe(0);
+    clock = T0 + RETENTION_MS + 1;
+    expect(await store.persistBindings(AGENT, RUNTIME, [fresh])).toBe(0);
+
+    const kept = [seenAgain, young, fresh];
+    expect(await stored()).toEqual({
+      runtime: kept.map((binding) => `message|${binding.appEntityId}`).sort(),
+      identity: kept.map(bindingScopeKey).sort(),
+      runtimeIndex: 3,
+      identityIndex: 3,
+    });
+  });
+
+  it("bind steps over thirty retentions keep only the last retention's bindings", async () => {
+    const stepMs = RETENTION_MS / 10;
+    for (let step = 0; step < 300; step += 1) {
+      clock = T0 + step * stepMs;
+      await store.persistBindings(AGENT, RUNTIME, [message(`d-${step}-a`), message(`d-${step}-b`)]);
+    }
+    const { runtime, identity, runtimeIndex, identityIndex } = await stored();
+    // Steps within the retention (the last 10, and the one exactly at its edge) with two bindings each.
+    expect(runtime).toHaveLength(22);
+    expect(identity).toHaveLength(22);
+    expect([runtimeIndex, identityIndex]).toEqual([22, 22]);
+    expect(runtime).toContain("message|d-299-a");
+    expect(runtime).not.toContain("message|d-288-a");
+  });
+});

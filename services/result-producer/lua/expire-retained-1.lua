@@ -1,0 +1,57 @@
+-- Removes what one device's Harness store retains past retention, in one atomic step on its slot (KEYS[1] = B),
+-- and says when the device comes due again. Driven by the result-producer's retention index, never a SCAN, so a
+-- quiet device's old records go too (the trims in apply-evidence and reserve only run when the device acts).
+-- ARGV: now, eventRetentionMs, resultRetentionMs (results and evidence markers), receiptRetentionMs, limit.
+-- Goes: log events older than their retention (the floor moves with them), results and evidence markers older
+-- than result retention, terminal receipts older than receipt retention (an unresolved reservation never goes).
+-- Returns {removed, nextDue}: nextDue 0 = nothing retained is left to expire (an unresolved reservation lists the
+-- device again when it ends).
+local base = KEYS[1]
+local now, event_ms, result_ms, receipt_ms, limit =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local removed = 0
+local next_due = 0
+local function due_at(at)
+  if next_due == 0 or at < next_due then next_due = at end
+end
+
+local events, bodies = base .. ':events', base .. ':event-body'
+while removed < limit do
+  local oldest = redis.call('ZRANGE', events, 0, 0)[1]
+  if not oldest then break end
+  local body = redis.call('HGET', bodies, oldest)
+  local at = body and cjson.decode(body).at or 0
+  if at >= now - event_ms then
+    due_at(at + event_ms)
+    break
+  end
+  redis.call('ZREM', events, oldest)
+  redis.call('HDEL', bodies, oldest)
+  redis.call('SET', base .. ':event-floor', oldest)
+  removed = removed + 1
+end
+
+-- A zset scored by time: members older than the cut go through `drop`; the oldest left sets the due time.
+local function expire_by_score(key, retention_ms, drop)
+  local expired = redis.call('ZRANGEBYSCORE', key, '-inf', '(' .. (now - retention_ms), 'LIMIT', 0, limit)
+  for _, member in ipairs(expired) do
+    drop(member)
+    redis.call('ZREM', key, member)
+    removed = removed + 1
+  end
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first[2] then due_at(tonumber(first[2]) + retention_ms) end
+end
+
+expire_by_score(base .. ':results', result_ms, function(result_id)
+  redis.call('DEL', base .. ':result:' .. result_id)
+end)
+expire_by_score(base .. ':evidence-at', result_ms, function(evidence_id)
+  redis.call('HDEL', base .. ':evidence', evidence_id)
+end)
+expire_by_score(base .. ':res-terminal', receipt_ms, function(key)
+  redis.call('DEL', base .. ':res:' .. key)
+  redis.call('ZREM', base .. ':res-order', key)
+  redis.call('ZREM', base .. ':undispatched', key)
+end)
+return {removed, next_due}

@@ -1,0 +1,84 @@
+-- Removes what one device's OS store retains past retention, in one atomic step on its slot (KEYS[1] = B), and
+-- says when the device comes due again. Driven by the run-resolver's retention index, never by a keyspace SCAN.
+-- ARGV: now, retentionMs, recheckMs (when an old run is still pending), limit (runs looked at per call).
+-- A run goes when it is no longer pending, was created before the cut and its result (if any) was stored before
+-- it; with it go its lookups (request, key, delivery), its result, the result's id lookup, outbox entry and the
+-- outbox's playbacks. A pending run is never removed. The device's rejection, protocol-error and held-expired logs
+-- lose their entries older than the cut (stream ids are epoch ms); a log left empty forgets its identities, so a
+-- rejection replayed after retention is recorded again.
+-- Returns {removedRuns, removedResults, removedLogEntries, nextDue}: nextDue 0 = nothing retained is left.
+local base = KEYS[1]
+local now, retention, recheck, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local cut = now - retention
+local runs = base .. ':runs'
+local next_due = 0
+
+local function due_at(at)
+  if next_due == 0 or at < next_due then next_due = at end
+end
+
+local function remove_playback(playback_id)
+  if playback_id then redis.call('DEL', base .. ':playback:' .. playback_id) end
+end
+
+local removed_results = 0
+local function remove_result(result_key)
+  local result = base .. ':result:' .. result_key
+  local result_id = redis.call('HGET', result, 'resultId')
+  local outbox = base .. ':outbox:' .. result_key
+  local played = redis.call('HMGET', outbox, 'playbackId', 'noticePlaybackId')
+  remove_playback(played[1])
+  remove_playback(played[2])
+  redis.call('DEL', outbox)
+  if result_id then
+    redis.call('DEL', result, base .. ':result-id:' .. result_id)
+    removed_results = removed_results + 1
+  end
+end
+
+local removed_runs = 0
+local looked = 0
+local oldest = redis.call('ZRANGE', runs, 0, limit - 1, 'WITHSCORES')
+for i = 1, #oldest, 2 do
+  local run_id, created = oldest[i], tonumber(oldest[i + 1])
+  looked = looked + 1
+  if created >= cut then
+    due_at(created + retention)
+    break
+  end
+  local run_key = base .. ':run:' .. run_id
+  local run = redis.call('HMGET', run_key, 'state', 'resultKey', 'requestId', 'idempotencyKey', 'deliveryId')
+  local stored_at = nil
+  if run[2] then stored_at = tonumber(redis.call('HGET', base .. ':result:' .. run[2], 'storedAt')) end
+  if run[1] == 'pending' then
+    due_at(now + recheck)
+  elseif stored_at and stored_at >= cut then
+    due_at(stored_at + retention)
+  else
+    if run[2] then remove_result(run[2]) end
+    if run[3] then redis.call('DEL', base .. ':request:' .. run[3]) end
+    if run[4] then redis.call('DEL', base .. ':key:' .. run[4]) end
+    if run[5] then redis.call('DEL', base .. ':delivery:' .. run[5]) end
+    redis.call('DEL', run_key)
+    redis.call('ZREM', runs, run_id)
+    redis.call('ZREM', base .. ':runs:pending', run_id)
+    removed_runs = removed_runs + 1
+  end
+end
+-- Removed runs from a full page without reaching a young one: there may be more to do right away.
+if looked == limit and removed_runs > 0 then due_at(now) end
+
+local removed_entries = 0
+for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do
+  local key = base .. ':' .. log
+  if redis.call('EXISTS', key) == 1 then
+    removed_entries = removed_entries + redis.call('XTRIM', key, 'MINID', cut)
+    local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)[1]
+    if first then
+      due_at(tonumber(string.match(first[1], '^(%d+)')) + retention)
+    else
+      redis.call('DEL', key, key .. '-ids')
+    end
+  end
+end
+return {removed_runs, removed_results, removed_entries, next_due}

@@ -1,0 +1,1 @@
+import "../e2e/acceptance/faults.test.js";
