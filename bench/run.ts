@@ -13,6 +13,20 @@ const BENCHES: Record<
     summary: "records/s through the evidence adapters and the Redis-backed evidence-extractor",
     load: () => import("./extractor.js"),
   },
+  e2e: {
+    summary:
+      "results/s, latency, CPU, Redis work per result end to end (split, all-in-one) beside a bare baseline",
+    load: () => import("./e2e/main.js"),
+  },
+  fleet: {
+    summary:
+      "10,000 Lamps on one stack beside 100: Redis connections per process, memory per idle device, leases, p99",
+    load: () => import("./fleet/main.js"),
+  },
+  retained: {
+    summary: "idle Redis CPU with the services idle, before and after storing 1,000,000 retained results",
+    load: () => import("./retained/main.js"),
+  },
 };
 
 const HELP = [
