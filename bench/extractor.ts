@@ -3,6 +3,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Redis } from "ioredis";
 import { z } from "zod";
+import { countOption } from "./count-option.js";
 import { STREAM_CATALOG } from "../libs/contract/catalog.js";
 import type { EngineRecord } from "../libs/contract/streams.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
@@ -35,15 +36,13 @@ const HELP = [
   "  -h, --help             this text",
 ].join("\n");
 
-const count = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-
 export async function run(args: string[]): Promise<void> {
   const { records, "service-records": serviceRecords } = readCommandLine(
     {
       name: "bench extractor",
       help: HELP,
       options: { records: { type: "string" }, "service-records": { type: "string" } },
-      schema: z.object({ records: count(120_000), "service-records": count(100_000) }),
+      schema: z.object({ records: countOption(120_000), "service-records": countOption(100_000) }),
     },
     args,
   );

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { countOption } from "../count-option.js";
 import type { ToolCommandLine } from "../../tools/cli-args.js";
 
 const HELP = [
@@ -42,16 +43,14 @@ const loadsSchema = z
   })
   .default({ fixed: [20, 100, 300], max: true });
 
-const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).default(fallback);
-
 const argsSchema = z.strictObject({
   mode: z.enum(["split", "all-in-one", "both"]).default("both"),
   loads: loadsSchema,
-  seconds: count(10),
-  lamps: count(30),
-  agents: count(8),
-  "steered-agents": count(4, 0),
-  "prefill-results": count(0, 0),
+  seconds: countOption(10),
+  lamps: countOption(30),
+  agents: countOption(8),
+  "steered-agents": countOption(4, 0),
+  "prefill-results": countOption(0, 0),
   "no-docs": z.boolean().default(false),
 });
 export type E2eBenchArgs = z.infer<typeof argsSchema>;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { countOption } from "../count-option.js";
 import type { ToolCommandLine } from "../../tools/cli-args.js";
 
 const HELP = [
@@ -27,18 +28,16 @@ const HELP = [
   "  -h, --help             this text",
 ].join("\n");
 
-const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).default(fallback);
-
 const argsSchema = z
   .strictObject({
-    lamps: count(10_000),
+    lamps: countOption(10_000),
     "active-share": z.coerce.number().gt(0).max(1).default(0.01),
-    "baseline-lamps": count(100),
-    seconds: count(20),
-    rate: count(20),
-    partitions: count(4),
-    routers: count(1),
-    replicas: count(1),
+    "baseline-lamps": countOption(100),
+    seconds: countOption(20),
+    rate: countOption(20),
+    partitions: countOption(4),
+    routers: countOption(1),
+    replicas: countOption(1),
     cluster: z.boolean().default(false),
   })
   .refine((args) => args["baseline-lamps"] <= args.lamps, {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { countOption } from "../count-option.js";
 import type { ToolCommandLine } from "../../tools/cli-args.js";
 
 const HELP = [
@@ -17,8 +18,6 @@ const HELP = [
   "  -h, --help       this text",
 ].join("\n");
 
-const count = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
-
 export const retainedBenchCommandLine = {
   name: "npm run bench -- retained",
   help: HELP,
@@ -29,8 +28,8 @@ export const retainedBenchCommandLine = {
     bare: { type: "boolean" },
   },
   schema: z.strictObject({
-    results: count(1_000_000),
-    seconds: count(30),
+    results: countOption(1_000_000),
+    seconds: countOption(30),
     mode: z.enum(["split", "all-in-one"]).default("split"),
     bare: z.boolean().default(false),
   }),
