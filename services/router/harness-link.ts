@@ -26,7 +26,8 @@ interface Waiter {
  * timeout (a lost answer is a timeout, and the caller retries with the same idempotency key); every other frame
  * (events, resync) goes to `onFrame` in arrival order. The link pings the Harness every `requestTimeoutMs` and
  * terminates the socket when a ping goes unanswered that long, so a dead or half-open server ends in `onClose`
- * (and the caller reconnects) within two request timeouts instead of never.
+ * (and the caller reconnects) within two request timeouts instead of never; an opening handshake left unanswered
+ * fails `open()` after one request timeout.
  */
 export class HarnessLink {
   private readonly waiters = new Map<string, Waiter>();
@@ -46,6 +47,8 @@ export class HarnessLink {
   open(): Promise<void> {
     const socket = new WebSocket(this.options.url, {
       headers: { authorization: `Bearer ${this.options.token}` },
+      // A server that accepts the connection but never answers the upgrade would hold the session forever.
+      handshakeTimeout: this.options.requestTimeoutMs,
     });
     this.socket = socket;
     socket.on("message", (data) => this.receive(data.toString()));

@@ -1,4 +1,4 @@
-import { connect as connectTcp, type Socket } from "node:net";
+import { connect as connectTcp, createServer as createTcpServer, type Socket } from "node:net";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
@@ -199,6 +199,27 @@ describe("Harness sessions: token expiry and keepalive", () => {
 });
 
 describe("the router's Harness link", () => {
+  it("fails to open within one request timeout when the server accepts the connection but never answers the upgrade", async () => {
+    const accepted: Socket[] = [];
+    const server = createTcpServer((socket) => accepted.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    const link = new HarnessLink({
+      url: `ws://127.0.0.1:${port}`,
+      token: "unused",
+      requestTimeoutMs: 300,
+      log: testLog,
+      onFrame: () => undefined,
+      onClose: () => undefined,
+    });
+    const started = Date.now();
+    await expect(link.open()).rejects.toThrow(/handshake has timed out/);
+    expect(Date.now() - started).toBeLessThan(300 + 1_000);
+    expect(accepted).toHaveLength(1);
+    for (const socket of accepted) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
   it("terminates a link whose server stops answering pings, so the session reconnects", async () => {
     const server = new WebSocketServer({ port: 0, host: "127.0.0.1", autoPong: false });
     await new Promise((resolve) => server.once("listening", resolve));
