@@ -199,19 +199,23 @@ describe("Harness sessions: token expiry and keepalive", () => {
 });
 
 describe("the router's Harness link", () => {
+  /** A link to a loopback server on `port`; only its timing and its close matter here. */
+  const linkTo = (port: number, requestTimeoutMs: number, onClose: () => void = () => undefined) =>
+    new HarnessLink({
+      url: `ws://127.0.0.1:${port}`,
+      token: "unused",
+      requestTimeoutMs,
+      log: testLog,
+      onFrame: () => undefined,
+      onClose,
+    });
+
   it("fails to open within one request timeout when the server accepts the connection but never answers the upgrade", async () => {
     const accepted: Socket[] = [];
     const server = createTcpServer((socket) => accepted.push(socket));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as { port: number };
-    const link = new HarnessLink({
-      url: `ws://127.0.0.1:${port}`,
-      token: "unused",
-      requestTimeoutMs: 300,
-      log: testLog,
-      onFrame: () => undefined,
-      onClose: () => undefined,
-    });
+    const link = linkTo(port, 300);
     const started = Date.now();
     await expect(link.open()).rejects.toThrow(/handshake has timed out/);
     expect(Date.now() - started).toBeLessThan(300 + 1_000);
@@ -225,14 +229,7 @@ describe("the router's Harness link", () => {
     await new Promise((resolve) => server.once("listening", resolve));
     const { port } = server.address() as { port: number };
     let closedAt: number | undefined;
-    const link = new HarnessLink({
-      url: `ws://127.0.0.1:${port}`,
-      token: "unused",
-      requestTimeoutMs: 200,
-      log: testLog,
-      onFrame: () => undefined,
-      onClose: () => (closedAt = Date.now()),
-    });
+    const link = linkTo(port, 200, () => (closedAt = Date.now()));
     const opened = Date.now();
     await link.open();
     const at = await waitFor(
