@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { z } from "zod";
+import { errorMessage } from "../libs/errors/error-message.js";
 
 /** EX_USAGE (sysexits.h): the command line was wrong. */
 export const EXIT_USAGE = 64;
@@ -24,7 +25,7 @@ function asksForHelp(argv: readonly string[]): boolean {
 
 /** node's parse errors are one sentence followed by advice; the first sentence is the problem. */
 function parseProblem(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return message.split(/\.\s/)[0]?.replace(/\.$/, "") ?? message;
 }
 

@@ -1,6 +1,7 @@
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { z } from "zod";
+import { ensureConsumerGroup } from "../../libs/streams/stream-writer.js";
 import {
   BASELINE_GROUP,
   BASELINE_QUEUE,
@@ -34,11 +35,7 @@ const replySchema = z
   .array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.array(z.string())]))]))
   .nullable();
 
-try {
-  await redis.xgroup("CREATE", input, BASELINE_GROUP, "0", "MKSTREAM");
-} catch (error) {
-  if (!String(error).includes("BUSYGROUP")) throw error;
-}
+await ensureConsumerGroup(redis, input, BASELINE_GROUP);
 process.stdout.write("ready\n");
 
 for (;;) {

@@ -6,6 +6,7 @@ import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
 import { agentsFileSchema, type AgentConfig } from "../../libs/contract/engine.js";
 import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { retentionEnvFields } from "../../libs/harness-store/retention-config.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 export const gatewayEnvSchema = z.object({
   /** Verifies the `harness` audience: the OS's per-device peer tokens and operator tokens (required). */
@@ -39,7 +40,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): LoadedGatewayConfig {
   try {
     raw = JSON.parse(readFileSync(config.AGENTS_FILE, "utf8"));
   } catch (error) {
-    throw new ConfigError("AGENTS_FILE", error instanceof Error ? error.message : String(error));
+    throw new ConfigError("AGENTS_FILE", errorMessage(error));
   }
   const agents = agentsFileSchema.safeParse(raw);
   if (!agents.success) {

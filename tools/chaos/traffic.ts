@@ -5,6 +5,7 @@ import { MACHINE } from "../../test/e2e/stack.js";
 import type { AnswerStyle, CampaignPlan, CancelMoment, PlannedInput, PlannedTurn } from "./campaign-plan.js";
 import type { CancelAnswer, ChaosLamp } from "./chaos-lamp.js";
 import { sleep } from "../../libs/timing/sleep.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 /** Turns started so far: the clock the fault schedule fires on. */
 export class TrafficProgress {
@@ -169,7 +170,7 @@ export class TrafficGenerator {
   ): Promise<SentInput | undefined> {
     const lamp = this.lamp(turn.deviceId);
     const run = await lamp.say(turn.agentId, MACHINE, input).catch((error: unknown) => {
-      this.figures.unregistered.push(error instanceof Error ? error.message : String(error));
+      this.figures.unregistered.push(errorMessage(error));
       return undefined;
     });
     if (!run) return undefined;

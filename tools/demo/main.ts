@@ -12,6 +12,7 @@ import { OsResults } from "./os-results.js";
 import { FAILURE_NOTICE, STORY } from "./story.js";
 import { StoryPlay } from "./story-play.js";
 import { tellStory } from "./tell-story.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 const HELP = [
   "usage: npm run demo [-- --out <dir>] [--port <n>]",
@@ -88,7 +89,7 @@ write(`Lampline demo — every service in one process with its own redis-server;
 try {
   await stack.start();
 } catch (error) {
-  write(`demo: ${error instanceof Error ? error.message : String(error)} (see ${shown(stack.logFile)})`);
+  write(`demo: ${errorMessage(error)} (see ${shown(stack.logFile)})`);
   await stopAll(1);
 }
 write(`stack ready at ${stack.httpUrl}; the Lamp "${DEVICE}" connects to ${stack.lampUrl}`);

@@ -3,6 +3,7 @@ import type { RunUpdateFrame } from "../../libs/contract/run-update.js";
 import { runUpdateLine } from "../lamp-sim/run-update-line.js";
 import { NotReached, type DemoLamp, type Played } from "./demo-lamp.js";
 import type { OsResults, StoredResult } from "./os-results.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 /** A step found the system in another state than the story expects; the message says what it found. */
 export class Unexpected extends Error {}
@@ -119,5 +120,5 @@ export class StoryPlay {
 export function describeFailure(error: unknown): string {
   if (error instanceof NotReached) return `not reached: ${error.what}`;
   if (error instanceof Unexpected) return `unexpected state: ${error.message}`;
-  return `failed: ${error instanceof Error ? error.message : String(error)}`;
+  return `failed: ${errorMessage(error)}`;
 }

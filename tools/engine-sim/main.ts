@@ -7,6 +7,7 @@ import { loadTranscriptRuntimes } from "./replay/transcript.js";
 import { loadScenario } from "./scripted/scenario.js";
 import { playScenarioRuntime } from "./scripted/scenario-player.js";
 import { nextRuntimeIndex } from "./state-file.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 /**
  * engine-sim: a stand-in for the Claude Code stream-json CLI or the Codex app-server, speaking the real protocol
@@ -42,6 +43,6 @@ const commandLine = parseSimArgs(process.argv.slice(2));
 try {
   await main(commandLine);
 } catch (error) {
-  process.stderr.write(`engine-sim: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`engine-sim: ${errorMessage(error)}\n`);
   process.exit(2);
 }

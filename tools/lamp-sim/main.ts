@@ -4,6 +4,7 @@ import { parseLampSimArgs, type LampSimArgs } from "./args.js";
 import { LampSim, type Emit } from "./lamp-sim.js";
 import { loadScript, type ScriptStep } from "./script.js";
 import { Speaker } from "./speaker.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 /**
  * lamp-sim: a Lamp client over the real WebSocket for tests, the demo and benchmarks. It prints one JSON line per
@@ -57,7 +58,7 @@ const commandLine = parseLampSimArgs(process.argv.slice(2));
 try {
   process.exit(await main(commandLine));
 } catch (error) {
-  emit("error", { message: error instanceof Error ? error.message : String(error) });
-  process.stderr.write(`lamp-sim: ${error instanceof Error ? error.message : String(error)}\n`);
+  emit("error", { message: errorMessage(error) });
+  process.stderr.write(`lamp-sim: ${errorMessage(error)}\n`);
   process.exit(2);
 }

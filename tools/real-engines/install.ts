@@ -3,6 +3,7 @@ import { z } from "zod";
 import { readCommandLine } from "../cli-args.js";
 import { installEngine } from "./engine-install.js";
 import { ENGINE_PINS, type RealEngine } from "./pins.js";
+import { errorMessage } from "../../libs/errors/error-message.js";
 
 const HELP = [
   "usage: npm run engines:install [-- --version-of claude=<v> --version-of codex=<v>]",
@@ -32,7 +33,7 @@ for (const engine of Object.keys(ENGINE_PINS) as RealEngine[]) {
   try {
     binary = installEngine(engine, version);
   } catch (error) {
-    process.stderr.write(`engines:install: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`engines:install: ${errorMessage(error)}\n`);
     process.exit(1);
   }
   const reported = spawnSync(binary, ["--version"], { encoding: "utf8", timeout: 60_000 });

@@ -126,7 +126,7 @@ export class HarnessSession {
       }
       return await this.reserve(request, address);
     } catch (error) {
-      this.deps.log.error({ err: error instanceof Error ? error.message : String(error) }, "request failed");
+      this.deps.log.error({ err: errorMessage(error) }, "request failed");
       this.refuse(address, "INTERNAL", "internal error; the request may be retried with the same key");
     }
   }
@@ -196,7 +196,7 @@ export class HarnessSession {
   }
 
   private failHello(address: ReplyAddress, error: unknown): void {
-    this.deps.log.error({ err: error instanceof Error ? error.message : String(error) }, "hello failed");
+    this.deps.log.error({ err: errorMessage(error) }, "hello failed");
     this.deps.metrics.rejected.inc({ op: address.type, code: "INTERNAL" });
     this.send(errorFrame(address, "INTERNAL", "hello failed; send hello again"));
   }
@@ -264,7 +264,7 @@ export class HarnessSession {
 
   private enqueue(step: () => Promise<void>): void {
     this.outbound = this.outbound.then(step).catch((error: unknown) => {
-      this.deps.log.error({ err: error instanceof Error ? error.message : String(error) }, "send failed");
+      this.deps.log.error({ err: errorMessage(error) }, "send failed");
     });
   }
 
