@@ -13,3 +13,10 @@ export async function groupDrained(redis: RedisClient, streamKey: string, group:
   const last = (await redis.xrevrange(streamKey, "+", "-", "COUNT", 1))[0]?.[0];
   return Number(field("pending")) === 0 && (last === undefined || field("last-delivered-id") === last);
 }
+
+/** Every entry ever appended to the stream (XINFO STREAM `entries-added`): trimming never lowers it. 0 if absent. */
+export async function entriesAdded(redis: RedisClient, streamKey: string): Promise<number> {
+  if ((await redis.exists(streamKey)) === 0) return 0;
+  const info = (await redis.xinfo("STREAM", streamKey)) as unknown[];
+  return Number(info[info.indexOf("entries-added") + 1]);
+}

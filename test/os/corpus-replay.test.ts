@@ -14,7 +14,7 @@ import {
   resolverIdle,
   seedRun,
   statesOf,
-  streamLength,
+  entriesAppended,
 } from "./os-fixture.js";
 
 const DEVICE = "lamp-corpus";
@@ -56,7 +56,7 @@ describe.skipIf(!corpusAvailable)(
 
         for (const [index, step] of cases.steps.entries()) {
           const before = await statesOf(t, DEVICE, runByDelivery);
-          const resolvedBefore = await streamLength(t, STREAMS.osResolved.name);
+          const resolvedBefore = await entriesAppended(t, STREAMS.osResolved.name);
           const handledBefore = await framesHandled(services.url);
           const sendsBefore = peer.framesOf(DEVICE, "turn.send").length;
           if (step.event.type === "resync") peer.transportInstanceId = String(step.event.serverInstanceId);
@@ -78,7 +78,7 @@ describe.skipIf(!corpusAvailable)(
           for (const delivery of expected.pending ?? [])
             expect(after[delivery], `step ${index}: ${delivery} pending`).toBe("pending");
           if (expected.ttsEnqueueCount !== undefined)
-            expect((await streamLength(t, STREAMS.osResolved.name)) - resolvedBefore).toBe(
+            expect((await entriesAppended(t, STREAMS.osResolved.name)) - resolvedBefore).toBe(
               expected.ttsEnqueueCount,
             );
           if (expected.resendInput === false) {

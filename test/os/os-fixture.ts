@@ -12,7 +12,7 @@ import {
   type RunLimits,
 } from "../../services/device-gateway/run-registration.js";
 import { RouterStore } from "../../services/router/router-store.js";
-import { groupDrained } from "../helpers/stream-progress.js";
+import { entriesAdded, groupDrained } from "../helpers/stream-progress.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
 
@@ -195,13 +195,16 @@ export function resolverIdle(t: TestRedis): Promise<boolean> {
   return groupDrained(t.redis, t.keys.stream(osRouted.name), osRouted.consumers.runResolver.group);
 }
 
-/** Entries of a pipeline stream over all its partitions. */
-export async function streamLength(t: TestRedis, name: string): Promise<number> {
+/**
+ * Entries ever appended to a pipeline stream over all its partitions: what the services published, whether or
+ * not the services' trimming has removed the consumed ones since.
+ */
+export async function entriesAppended(t: TestRedis, name: string): Promise<number> {
   const partitions = Array.from({ length: t.keys.partitions }, (_, partition) => partition);
-  const lengths = await Promise.all(
-    partitions.map((partition) => t.redis.xlen(t.keys.stream(name, partition))),
+  const counts = await Promise.all(
+    partitions.map((partition) => entriesAdded(t.redis, t.keys.stream(name, partition))),
   );
-  return lengths.reduce((sum, length) => sum + length, 0);
+  return counts.reduce((sum, count) => sum + count, 0);
 }
 
 export async function rejectionsOf(t: TestRedis, deviceId: string) {

@@ -7,6 +7,7 @@ import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
+import { entriesAdded } from "../helpers/stream-progress.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ttsTestEnv } from "../tts/tts-service.js";
 
@@ -46,12 +47,6 @@ async function usedMemory(): Promise<number> {
   return Number(/^used_memory:(\d+)/m.exec(await t.redis.info("memory"))?.[1]);
 }
 
-/** Every entry ever appended to the stream (trimming does not lower it). */
-async function entriesAdded(stream: string): Promise<number> {
-  const info = (await t.redis.xinfo("STREAM", stream)) as unknown[];
-  return Number(info[info.indexOf("entries-added") + 1]);
-}
-
 /** Consumed by the dispatcher's ack group: nothing pending, nothing undelivered. */
 async function acksConsumed(): Promise<boolean> {
   const groups = (await t.redis.xinfo(
@@ -84,12 +79,12 @@ describe("10,000 playback.ack frames for unknown playback ids", () => {
     );
     const keysBefore = await t.redis.dbsize();
     const memoryBefore = await usedMemory();
-    const addedBefore = await entriesAdded(stream);
+    const addedBefore = await entriesAdded(t.redis, stream);
 
     for (let n = 0; n < ACKS; n += 1)
       socket.send(JSON.stringify({ type: "playback.ack", playbackId: randomUUID(), state: "finished" }));
     const written = await waitFor(
-      async () => (await entriesAdded(stream)) - addedBefore,
+      async () => (await entriesAdded(t.redis, stream)) - addedBefore,
       (added) => added >= ACKS,
       { timeoutMs: 120_000 },
     );
