@@ -34,25 +34,16 @@ local RUN_UPDATE_CHANGE = {uncertain = 'playback', failed = 'playback', suppress
 
 -- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it; the playback's
 -- own field was read above, so only one that is there is deleted).
--- `ack` (or nil): the ack recorded with the move, in the same write.
-local function move(to, reason, gateway, ack)
-  local fields = {'state', to, to .. 'At', now}
-  if reason ~= '' then
-    fields[#fields + 1] = 'reason'
-    fields[#fields + 1] = reason
-  end
-  if ack then
-    fields[#fields + 1] = 'lastAck'
-    fields[#fields + 1] = ack
-    fields[#fields + 1] = 'lastAckAt'
-    fields[#fields + 1] = now
-  end
+local function move(to, reason, gateway)
   for _, target in ipairs(outboxKey and {key, outboxKey} or {key}) do
-    redis.call('HSET', target, unpack(fields))
-    if reason == '' and (storedReason or target == outboxKey) then redis.call('HDEL', target, 'reason') end
+    if reason == '' then
+      redis.call('HSET', target, 'state', to, to .. 'At', now)
+      if storedReason or target == outboxKey then redis.call('HDEL', target, 'reason') end
+    else
+      redis.call('HSET', target, 'state', to, to .. 'At', now, 'reason', reason)
+    end
   end
-  -- Only a queued playback can be waiting for the Lamp.
-  if state == 'queued' then redis.call('ZREM', awaitingKey, id) end
+  redis.call('ZREM', awaitingKey, id)
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, resultKey, change, reason, id, now) end
   return {'moved', to, reason, kind, gateway or '', ''}
@@ -64,11 +55,8 @@ end
 
 -- A later ack never loses to an earlier one arriving late (finished, then a delayed started).
 local ACK_RANK = {started = 1, finished = 2, interrupted = 2, rejected = 2}
-local function newerAck(ack)
-  return not (lastAck and ACK_RANK[lastAck] and ACK_RANK[lastAck] >= ACK_RANK[ack])
-end
 local function recordAck(ack)
-  if not newerAck(ack) then return false end
+  if lastAck and ACK_RANK[lastAck] and ACK_RANK[lastAck] >= ACK_RANK[ack] then return false end
   redis.call('HSET', key, 'lastAck', ack, 'lastAckAt', now)
   if outboxKey then redis.call('HSET', outboxKey, 'lastAck', ack, 'lastAckAt', now) end
   return true
@@ -113,9 +101,9 @@ end
 if op == 'ack' then
   if not ACK_RANK[arg] then return redis.error_reply('INVALID_ACK ' .. tostring(arg)) end
   if state == 'sending' or state == 'uncertain' then
-    local ack = newerAck(arg) and arg or nil
+    recordAck(arg)
     local moved
-    if arg == 'rejected' then moved = move('failed', 'lamp_rejected', nil, ack) else moved = move('played', '', nil, ack) end
+    if arg == 'rejected' then moved = move('failed', 'lamp_rejected') else moved = move('played', '') end
     if state == 'sending' then
       local channel, deviceId = ARGV[5], ARGV[6]
       redis.call('PUBLISH', channel, cjson.encode({deviceId = deviceId, playbackId = id, state = moved[2]}))
