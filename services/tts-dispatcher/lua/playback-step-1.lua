@@ -23,25 +23,19 @@ local base = KEYS[1]
 local op, id, now, arg, deadGateway, repeatWaitMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local key = base .. ':playback:' .. id
 local awaitingKey = base .. ':playbacks:awaiting-lamp'
--- Every field a step may read, in one read.
-local state, kind, resultKey, storedReason, lastAck, createdAt, targetExpiresAt, newestRunId = unpack(redis.call(
-  'HMGET', key, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt', 'voiceTargetExpiresAt', 'newestRunId'))
+local state = redis.call('HGET', key, 'state')
 if not state then return {'unknown', '', '', '', '', ''} end
+local kind, resultKey = unpack(redis.call('HMGET', key, 'kind', 'resultKey'))
 local outboxKey = false
 if kind == 'answer' then outboxKey = base .. ':outbox:' .. resultKey end
 
 local RUN_UPDATE_CHANGE = {uncertain = 'playback', failed = 'playback', suppressed = 'suppressed'}
 
--- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it; the playback's
--- own field was read above, so only one that is there is deleted).
+-- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it).
 local function move(to, reason, gateway)
   for _, target in ipairs(outboxKey and {key, outboxKey} or {key}) do
-    if reason == '' then
-      redis.call('HSET', target, 'state', to, to .. 'At', now)
-      if storedReason or target == outboxKey then redis.call('HDEL', target, 'reason') end
-    else
-      redis.call('HSET', target, 'state', to, to .. 'At', now, 'reason', reason)
-    end
+    redis.call('HSET', target, 'state', to, to .. 'At', now)
+    if reason == '' then redis.call('HDEL', target, 'reason') else redis.call('HSET', target, 'reason', reason) end
   end
   redis.call('ZREM', awaitingKey, id)
   local change = RUN_UPDATE_CHANGE[to]
@@ -50,13 +44,14 @@ local function move(to, reason, gateway)
 end
 
 local function stay(verdict, waitUntil)
-  return {verdict, state, storedReason or '', kind, '', waitUntil or ''}
+  return {verdict, state, redis.call('HGET', key, 'reason') or '', kind, '', waitUntil or ''}
 end
 
 -- A later ack never loses to an earlier one arriving late (finished, then a delayed started).
 local ACK_RANK = {started = 1, finished = 2, interrupted = 2, rejected = 2}
 local function recordAck(ack)
-  if lastAck and ACK_RANK[lastAck] and ACK_RANK[lastAck] >= ACK_RANK[ack] then return false end
+  local last = redis.call('HGET', key, 'lastAck')
+  if last and ACK_RANK[last] and ACK_RANK[last] >= ACK_RANK[ack] then return false end
   redis.call('HSET', key, 'lastAck', ack, 'lastAckAt', now)
   if outboxKey then redis.call('HSET', outboxKey, 'lastAck', ack, 'lastAckAt', now) end
   return true
@@ -67,10 +62,11 @@ if op == 'claim' then
   if state ~= 'queued' then return stay('settled') end
   local waitLimit
   if kind == 'repeat' then
-    waitLimit = (tonumber(createdAt or '') or 0) + tonumber(repeatWaitMs)
+    waitLimit = (tonumber(redis.call('HGET', key, 'createdAt') or '') or 0) + tonumber(repeatWaitMs)
   else
-    waitLimit = tonumber(targetExpiresAt or '') or 0
+    waitLimit = tonumber(redis.call('HGET', key, 'voiceTargetExpiresAt') or '') or 0
     if waitLimit <= tonumber(now) then return move('suppressed', 'expired') end
+    local newestRunId = redis.call('HGET', key, 'newestRunId')
     if newestRunId and newestRunId ~= '' then
       local cancelledAt = redis.call('HGET', base .. ':run:' .. newestRunId, 'cancelledAt')
       if cancelledAt and cancelledAt ~= '' then return move('suppressed', 'cancelled') end
