@@ -39,7 +39,7 @@ beforeAll(async () => {
       realEngineAgent({
         agentId: AGENTS.claudeSteer,
         engine: "claude",
-        modelScenario: "claude-steer-into-tool-turn",
+        modelScenario: "claude-steer-held-tool",
         cliArgs: CLAUDE_BASH,
       }),
       realEngineAgent({ agentId: AGENTS.claudeQueued, engine: "claude", modelScenario: "slow-plain-reply" }),
@@ -54,7 +54,7 @@ beforeAll(async () => {
       realEngineAgent({
         agentId: AGENTS.codexSteer,
         engine: "codex",
-        modelScenario: "codex-steer-into-tool-turn",
+        modelScenario: "codex-steer-held-tool",
       }),
       realEngineAgent({
         agentId: AGENTS.codexApproval,

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { anthropicError, anthropicEvents } from "./anthropic-stream.js";
+import { GivenInputs } from "./given-inputs.js";
 import { anthropicConversation, responsesConversation, type Conversation } from "./conversation.js";
 import { responsesError, responsesEvents } from "./responses-stream.js";
 import type { ModelReply, ModelScenario } from "./scenario.js";
@@ -24,6 +25,9 @@ const API = {
   responses: { conversation: responsesConversation, events: responsesEvents, error: responsesError },
 } as const;
 
+/** A held reply goes anyway after this long: the test waiting for it then fails on what the model saw. */
+const AWAIT_INPUT_LIMIT_MS = 60_000;
+
 const DEFAULT_REPLY: ModelReply = {
   kind: "text",
   text: "ANSWER: {{last}}",
@@ -37,6 +41,8 @@ const DEFAULT_REPLY: ModelReply = {
  * Code) and `POST /v1/responses` (OpenAI, Codex), always streaming. Each request is appended to `recordPath`.
  */
 export class ScriptedModelServer {
+  /** What the CLI was given on stdin: the sandbox relays it, and a reply with `awaitInput` waits on it. */
+  readonly inputs = new GivenInputs();
   private readonly used = new Set<number>();
   private count = 0;
   private server: Server | undefined;
@@ -89,6 +95,8 @@ export class ScriptedModelServer {
       response.end(JSON.stringify(API[api].error(text ?? reply.message)));
       return;
     }
+    if (reply.kind === "tool" && reply.awaitInput)
+      await this.inputs.until(reply.awaitInput, AWAIT_INPUT_LIMIT_MS);
     await writeEvents(response, API[api].events(reply, text ?? "", n));
   }
 

@@ -23,6 +23,11 @@ const replySchema = z.discriminatedUnion("kind", [
     name: z.string().min(1),
     input: z.record(z.string(), z.unknown()),
     delayMs: z.number().int().nonnegative().default(0),
+    /**
+     * Hold the reply until the CLI has been given an input containing this text, so the tool only runs once a
+     * steer has reached the engine: the steer lands mid-turn whatever the path to the engine costs.
+     */
+    awaitInput: z.string().min(1).optional(),
   }),
   z.strictObject({
     kind: z.literal("error"),
@@ -46,6 +51,12 @@ export type ScriptedReply = z.infer<typeof scriptedReplySchema>;
 export const modelScenarioSchema = z.strictObject({
   description: z.string().min(1),
   replies: z.array(scriptedReplySchema),
+  /**
+   * Input text → file name: once the CLI is given an input containing the text, the sandbox creates that (empty)
+   * file in the CLI's working directory, so a tool command can run until a steer has reached the engine. (Codex
+   * samples again when a steer comes while the model answers, so its steer must land while the tool runs.)
+   */
+  inputFiles: z.record(z.string().min(1), z.string().regex(/^[\w.-]+$/)).default({}),
 });
 export type ModelScenario = z.infer<typeof modelScenarioSchema>;
 

@@ -29,6 +29,9 @@ const HELP = [
   "  -h, --help                 this text",
 ].join("\n");
 
+/** How long the sandbox watches for a scenario's input files (longer than any test's conversation). */
+const INPUT_FILE_LIMIT_MS = 10 * 60_000;
+
 const separator = process.argv.indexOf("--", 2);
 const own = separator < 0 ? process.argv.slice(2) : process.argv.slice(2, separator);
 const extra = separator < 0 ? [] : process.argv.slice(separator + 1);
@@ -71,10 +74,15 @@ if (loopback.status !== 0) {
   process.exit(70);
 }
 
-const server = new ScriptedModelServer(loadModelScenario(args.scenario), args.record);
+const scenario = loadModelScenario(args.scenario);
+const server = new ScriptedModelServer(scenario, args.record);
 const port = await server.listen(0);
 const work = join(args.home, "work");
 mkdirSync(work, { recursive: true });
+for (const [text, file] of Object.entries(scenario.inputFiles))
+  void server.inputs
+    .until(text, INPUT_FILE_LIMIT_MS)
+    .then((given) => given && writeFileSync(join(work, file), ""));
 const engine: RealEngine = args.engine;
 const { env, argv } = engine === "claude" ? claudeSetup(port) : codexSetup(port);
 
@@ -86,6 +94,7 @@ const child = spawn(engineBinary(engine, args["engine-version"]), [...argv, ...e
 const inputLog = args["log-inputs"];
 process.stdin.on("data", (chunk: Buffer) => {
   if (inputLog) appendFileSync(inputLog, chunk);
+  server.inputs.give(chunk.toString("utf8"));
   child.stdin?.write(chunk);
 });
 process.stdin.on("end", () => child.stdin?.end());
