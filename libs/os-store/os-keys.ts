@@ -86,6 +86,15 @@ export class OsDeviceKeys {
     return `${this.base}:playbacks:awaiting-lamp`;
   }
 
+  /**
+   * The device's speech order: resultKeys scored by when the router routed them (zset). The router adds each
+   * routed result; the tts-dispatcher starts a result's playback only once no earlier entry is still owed (bounded
+   * by SPEECH_ORDER_WAIT_MS), and takes it out when its first playback leaves `queued`.
+   */
+  get speechOrder(): string {
+    return `${this.base}:speech-order`;
+  }
+
   get rejections(): string {
     return `${this.base}:rejections`;
   }

@@ -5,6 +5,7 @@ import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/h
 import { STREAMS } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { HeldResult } from "../../libs/os-store/held-result.js";
+import { resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
@@ -107,7 +108,16 @@ export class EventIntake {
     if (verdict.verdict === "route") {
       await appendToStream(this.redis, this.keys, STREAMS.osRouted, verdict.routed);
       await this.crashPoint.reach("router.after-stage");
-      await this.store.stage({ action: "routed", waitingField: heldAs }, move);
+      const { serverInstanceId, resultId } = verdict.routed;
+      await this.store.stage(
+        {
+          action: "routed",
+          waitingField: heldAs,
+          resultKey: resultKeyOf(serverInstanceId, resultId),
+          routedAt: Date.now(),
+        },
+        move,
+      );
       return staged();
     }
     if (verdict.verdict === "wait") {

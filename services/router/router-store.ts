@@ -65,7 +65,7 @@ export interface HeldEntry {
 }
 
 export type StageAction =
-  | { action: "routed"; waitingField?: string }
+  | { action: "routed"; waitingField?: string; resultKey: string; routedAt: number }
   | { action: "reject"; waitingField?: string; rejectionId: string; rejection: RejectionRecord }
   | { action: "wait"; waitingField: string; waitingJson: string }
   | { action: "ignore" }
@@ -177,6 +177,8 @@ export class RouterStore {
       step.action === "wait" ? step.waitingJson : "",
       step.action === "reject" ? step.rejectionId : "",
       step.action === "reject" ? JSON.stringify(step.rejection) : "",
+      step.action === "routed" ? step.resultKey : "",
+      step.action === "routed" ? String(step.routedAt) : "",
     ];
     return (await stageEventScript.run(this.redis, [this.device.base], args)) === 1;
   }

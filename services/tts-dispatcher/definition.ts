@@ -65,6 +65,8 @@ export const ttsDispatcherService = defineService({
       ackTimeoutMs: config.PLAYBACK_ACK_TIMEOUT_MS,
       offlineRecheckMs: config.PLAYBACK_OFFLINE_RECHECK_MS,
       repeatWaitMs: config.PLAYBACK_REPEAT_WAIT_MS,
+      orderWaitMs: config.SPEECH_ORDER_WAIT_MS,
+      queue,
       lockDurationMs: config.PLAYBACK_LOCK_DURATION_MS,
       stalledIntervalMs: config.PLAYBACK_STALLED_INTERVAL_MS,
       crashPoint,

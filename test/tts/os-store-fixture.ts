@@ -149,6 +149,16 @@ export class OsStoreFixture {
     );
   }
 
+  /** The router routed the result at `routedAt`: it takes its place in the device's speech order. */
+  async routed(deviceId: string, resultKey: string, routedAt = Date.now()): Promise<void> {
+    await this.redis.zadd(this.device(deviceId).speechOrder, "NX", routedAt, resultKey);
+  }
+
+  /** The device's speech order: resultKeys still owed, first routed first. */
+  async speechOrder(deviceId: string): Promise<string[]> {
+    return this.redis.zrange(this.device(deviceId).speechOrder, 0, -1);
+  }
+
   /** Playbacks the tts-dispatcher's claim has indexed as waiting for the device's Lamp. */
   async awaitingLamp(deviceId: string): Promise<string[]> {
     return this.redis.zrange(this.device(deviceId).awaitingLamp, 0, -1);

@@ -2,7 +2,8 @@
 -- fenced by the device lease (a replica that lost the lease must not move the cursor).
 -- KEYS[1] = B
 -- ARGV: leaseOwner, action ('routed' | 'reject' | 'wait' | 'ignore' | 'resync'), transportInstanceId,
---       cursor ('' = leave the cursor), waitingField, waitingJson, rejectionId, rejectionJson
+--       cursor ('' = leave the cursor), waitingField, waitingJson, rejectionId, rejectionJson, resultKey, routedAt
+-- A routed result takes its place in the device's speech order (B:speech-order); a re-route keeps the first place.
 --!include record-once.lua
 local base = KEYS[1]
 if redis.call('GET', base .. ':lease') ~= ARGV[1] then
@@ -19,6 +20,9 @@ if action == 'wait' then
   redis.call('HSETNX', base .. ':waiting', waitingField, ARGV[6])
 elseif waitingField ~= '' then
   redis.call('HDEL', base .. ':waiting', waitingField)
+end
+if action == 'routed' then
+  redis.call('ZADD', base .. ':speech-order', 'NX', ARGV[10], ARGV[9])
 end
 if ARGV[4] ~= '' then
   local cursorKey = base .. ':cursor'

@@ -5,7 +5,7 @@
 -- it; with it go its lookups (request, key, delivery), its result, the result's id lookup, outbox entry and the
 -- outbox's playbacks. A pending run is never removed. The device's rejection, protocol-error and held-expired logs
 -- lose their entries older than the cut (stream ids are epoch ms); a log left empty forgets its identities, so a
--- rejection replayed after retention is recorded again.
+-- rejection replayed after retention is recorded again. Speech-order entries routed before the cut go too.
 -- Returns {removedRuns, removedResults, removedLogEntries, nextDue}: nextDue 0 = nothing retained is left.
 local base = KEYS[1]
 local now, retention, recheck, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -67,6 +67,10 @@ for i = 1, #oldest, 2 do
 end
 -- Removed runs from a full page without reaching a young one: there may be more to do right away.
 if looked == limit and removed_runs > 0 then due_at(now) end
+
+-- The speech order only ever holds results the tts-dispatcher missed taking out (a result the run-resolver refused):
+-- anything routed before the cut goes (its runs keep the device due until then).
+redis.call('ZREMRANGEBYSCORE', base .. ':speech-order', '-inf', '(' .. cut)
 
 local removed_entries = 0
 for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do

@@ -2,13 +2,17 @@
 -- outbox entry when the playback is the answer. Every transition stamps <state>At. Atomic because the claim must
 -- read the Lamp's presence, the target's expiry and the newest run's cancel together with the state it moves, and
 -- keep the device's index of playbacks waiting for the Lamp (`B:playbacks:awaiting-lamp`) true to that state.
---   claim <recheckMs> <deadGateway?> <repeatWaitMs>
+--   claim <recheckMs> <deadGateway?> <repeatWaitMs> <orderWaitMs>
 --                    queued -> sending (returns the gateway holding the Lamp), or suppressed (target expired / newest
 --                    run cancelled since dispatch); with no Lamp it stays queued, indexed as awaiting the Lamp, and
 --                    returns when to check again: min(target expiry, now + recheckMs), for a repeat min(createdAt +
 --                    repeatWaitMs, now + recheckMs), a repeat past that bound -> failed lamp_offline. A playback found
 --                    in sending was interrupted mid-send -> uncertain, and is never sent again. A presence naming
---                    deadGateway (the worker saw no heartbeat of that instance) counts as no presence.
+--                    deadGateway (the worker saw no heartbeat of that instance) counts as no presence. An answer or
+--                    notice is sent in the device's speech order (B:speech-order, added by the router): while an
+--                    earlier-routed result has a playback still queued, or has no outbox entry yet and was routed
+--                    less than orderWaitMs ago, it stays queued (`behind`, returning that result and when to look
+--                    again, never past its own voice target's expiry); earlier entries no longer owed are dropped.
 --   ack-timeout      sending -> uncertain (ack_timeout)
 --   abandon          the job gave up: sending -> uncertain, queued -> failed (worker_lost)
 --   ack <state> <channel> <deviceId>
@@ -16,18 +20,49 @@
 --                    leaving sending is published on <channel> ({deviceId, playbackId, state}) to wake the worker
 --                    waiting for this ack (a hint: the worker also re-reads the state on its own)
 -- Moving to uncertain or failed is a run.update `playback`, to suppressed one `suppressed`, for each member run.
--- Returns {verdict, state, reason, kind, gatewayId, waitUntil}; verdict: moved | settled | offline | stale | recorded |
--- unknown; waitUntil (epoch ms) only with offline.
+-- Leaving queued takes the playback's result out of the speech order and names the playback of the result now first
+-- in it (`wake`: its job may be waiting behind this one).
+-- Returns {verdict, state, reason, kind, gatewayId, waitUntil, related}; verdict: moved | settled | offline | behind |
+-- stale | recorded | unknown; waitUntil (epoch ms) only with offline and behind; related: with behind the resultKey
+-- waited for, with moved the playback to wake ('' when none).
 --!include result-run-updates.lua
 local base = KEYS[1]
 local op, id, now, arg, deadGateway, repeatWaitMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local key = base .. ':playback:' .. id
 local awaitingKey = base .. ':playbacks:awaiting-lamp'
 local state = redis.call('HGET', key, 'state')
-if not state then return {'unknown', '', '', '', '', ''} end
+if not state then return {'unknown', '', '', '', '', '', ''} end
 local kind, resultKey = unpack(redis.call('HMGET', key, 'kind', 'resultKey'))
 local outboxKey = false
 if kind == 'answer' then outboxKey = base .. ':outbox:' .. resultKey end
+local orderKey = base .. ':speech-order'
+local ordered = kind ~= 'repeat'
+
+local MAX_ORDER_LOOKS = 16
+-- What a result still owes the Lamp: 'unseen' (no outbox entry yet), 'queued' (a playback of it not yet sent), or
+-- false (every playback has left queued, or it has none).
+local function owed(other)
+  local outbox = redis.call('HMGET', base .. ':outbox:' .. other, 'state', 'noticePlaybackId')
+  if not outbox[1] then return 'unseen' end
+  if outbox[1] == 'queued' then return 'queued' end
+  if outbox[2] and redis.call('HGET', base .. ':playback:' .. outbox[2], 'state') == 'queued' then return 'queued' end
+  return false
+end
+
+-- After this result leaves the speech order: the first playback of the first result still owed in it, if any
+-- (entries no longer owed are dropped on the way).
+local function nextInOrder()
+  for _ = 1, MAX_ORDER_LOOKS do
+    local head = redis.call('ZRANGE', orderKey, 0, 0)[1]
+    if not head then return '' end
+    if owed(head) then
+      local ids = redis.call('HMGET', base .. ':outbox:' .. head, 'playbackId', 'noticePlaybackId')
+      return ids[1] or ids[2] or ''
+    end
+    redis.call('ZREM', orderKey, head)
+  end
+  return ''
+end
 
 local RUN_UPDATE_CHANGE = {uncertain = 'playback', failed = 'playback', suppressed = 'suppressed'}
 
@@ -40,11 +75,32 @@ local function move(to, reason, gateway)
   redis.call('ZREM', awaitingKey, id)
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, resultKey, change, reason, id, now) end
-  return {'moved', to, reason, kind, gateway or '', ''}
+  local wake = ''
+  if state == 'queued' and ordered and redis.call('ZREM', orderKey, resultKey) == 1 then wake = nextInOrder() end
+  return {'moved', to, reason, kind, gateway or '', '', wake}
 end
 
-local function stay(verdict, waitUntil)
-  return {verdict, state, redis.call('HGET', key, 'reason') or '', kind, '', waitUntil or ''}
+local function stay(verdict, waitUntil, related)
+  return {verdict, state, redis.call('HGET', key, 'reason') or '', kind, '', waitUntil or '', related or ''}
+end
+
+-- The earlier-routed result this one must wait for, and until when it waits before looking again; nil when it may
+-- be sent now. Looks at a bounded number of entries ahead of it, dropping those no longer owed: past queued, or
+-- unseen by the outbox for orderWaitMs since routed (a result the run-resolver refused never arrives). One with a
+-- playback still queued is about to be sent (its job runs, or wakes with the Lamp): it is waited for, re-checked
+-- every orderWaitMs, until this playback's own voice target expires.
+local function waitsFor(orderWaitMs)
+  if not ordered or not redis.call('ZSCORE', orderKey, resultKey) then return nil end
+  for _ = 1, MAX_ORDER_LOOKS do
+    local head = redis.call('ZRANGE', orderKey, 0, 0, 'WITHSCORES')
+    if head[1] == nil or head[1] == resultKey then return nil end
+    local headOwes = owed(head[1])
+    if headOwes == 'queued' then return head[1], tonumber(now) + orderWaitMs end
+    local waitEnds = tonumber(head[2]) + orderWaitMs
+    if headOwes == 'unseen' and waitEnds > tonumber(now) then return head[1], waitEnds end
+    redis.call('ZREM', orderKey, head[1])
+  end
+  return nil
 end
 
 -- A later ack never loses to an earlier one arriving late (finished, then a delayed started).
@@ -79,6 +135,8 @@ if op == 'claim' then
     redis.call('ZADD', awaitingKey, waitUntil, id)
     return stay('offline', string.format('%.0f', waitUntil))
   end
+  local before, waitEnds = waitsFor(tonumber(ARGV[7]))
+  if before then return stay('behind', string.format('%.0f', math.min(waitEnds, waitLimit)), before) end
   redis.call('HSET', key, 'gatewayId', gateway)
   return move('sending', '', gateway)
 end

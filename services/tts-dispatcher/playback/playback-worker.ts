@@ -12,7 +12,7 @@ import type { CrashPoint } from "../../../libs/test-support/crash-point.js";
 import type { PlaybackStore, StepResult } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
 import type { AckNotices, AckWait } from "./ack-notices.js";
-import { promoteIfDelayed } from "./playback-queue.js";
+import { promoteIfDelayed, type PlaybackQueue } from "./playback-queue.js";
 
 export interface PlaybackWorkerOptions {
   connection: ConnectionOptions;
@@ -28,6 +28,10 @@ export interface PlaybackWorkerOptions {
   offlineRecheckMs: number;
   /** How long a repeat may wait for the Lamp. */
   repeatWaitMs: number;
+  /** How long an answer or notice waits for an earlier-routed result of its device to be sent first. */
+  orderWaitMs: number;
+  /** Wakes a job that waits behind the playback just sent. */
+  queue: Pick<PlaybackQueue, "wake">;
   lockDurationMs: number;
   stalledIntervalMs: number;
   crashPoint: CrashPoint;
@@ -43,7 +47,8 @@ const ACK_RECHECK_MS = 1_000;
  * playback.start to the gateway holding the socket, wait for `started` (woken by the ack step's notice, no polling). A playback found already `sending` was
  * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came. With no
  * Lamp connected the job waits, delayed without spending an attempt, until the claim says to check again or a
- * `lamp.connected` wakes it.
+ * `lamp.connected` wakes it. A device's answers start in the order the router routed them: a job behind an
+ * earlier result waits the same way, woken by the job that claims the result ahead of it.
  */
 export class PlaybackWorker {
   private readonly worker: Worker<PlaybackJob>;
@@ -104,14 +109,38 @@ export class PlaybackWorker {
         deadGateway: presence && !presence.alive ? presence.gatewayId : "",
         offlineRecheckMs: this.options.offlineRecheckMs,
         repeatWaitMs: this.options.repeatWaitMs,
+        orderWaitMs: this.options.orderWaitMs,
       },
       Date.now(),
     );
     this.record(claim);
     if (claim.verdict === "offline" && claim.waitUntil !== undefined)
       return this.waitForLamp(job, token, { deviceId, playbackId }, claim.waitUntil);
+    if (claim.verdict === "behind" && claim.waitUntil !== undefined && claim.waitingFor !== undefined)
+      return this.waitForTurn(job, token, { deviceId, playbackId }, claim.waitUntil, claim.waitingFor);
+    if (claim.wake !== undefined) await this.options.queue.wake(deviceId, claim.wake);
     if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
     await this.send(playback, playback.voiceTargetId, claim.gatewayId);
+  }
+
+  /**
+   * Parks the job until its wait in the speech order ends, like a wait for the Lamp. The result ahead that left the
+   * order between the claim and the move could not wake a job not yet delayed: seen here, the job wakes itself.
+   */
+  private async waitForTurn(
+    job: Job<PlaybackJob>,
+    token: string | undefined,
+    { deviceId, playbackId }: PlaybackJob,
+    waitUntil: number,
+    waitingFor: string,
+  ): Promise<never> {
+    await job.moveToDelayed(waitUntil, token);
+    this.options.log.info(
+      { deviceId, playbackId, waitingFor, waitUntil },
+      "playback waits for an earlier answer",
+    );
+    if (!(await this.options.store.inSpeechOrder(deviceId, waitingFor))) await promoteIfDelayed(job);
+    throw new DelayedError();
   }
 
   /**

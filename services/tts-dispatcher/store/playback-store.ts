@@ -59,6 +59,8 @@ export type StepOperation =
       offlineRecheckMs: number;
       /** How long after its request a repeat may wait for the Lamp before it ends `failed` / `lamp_offline`. */
       repeatWaitMs: number;
+      /** How long an answer or notice waits for an earlier-routed result of the device to be sent first. */
+      orderWaitMs: number;
     }
   | { op: "ack-timeout" }
   | { op: "abandon" }
@@ -66,24 +68,33 @@ export type StepOperation =
 
 const stepResultSchema = z
   .tuple([
-    z.enum(["moved", "settled", "offline", "stale", "recorded", "unknown"]),
+    z.enum(["moved", "settled", "offline", "behind", "stale", "recorded", "unknown"]),
     z.union([playbackStateSchema, z.literal("")]),
     z.union([playbackReasonSchema, z.literal("")]),
     z.union([playbackKindSchema, z.literal("")]),
     z.string(),
     z.union([z.string().regex(/^\d+$/).transform(Number), z.literal("")]),
+    z.string(),
   ])
-  .transform(([verdict, state, reason, kind, gatewayId, waitUntil]) => ({
+  .transform(([verdict, state, reason, kind, gatewayId, waitUntil, related]) => ({
     verdict,
     state: state || undefined,
     reason: reason || undefined,
     kind: kind || undefined,
     gatewayId: gatewayId || undefined,
-    /** With `offline`: when the job checks for the Lamp again (epoch ms). */
+    /** With `offline`: when the job checks for the Lamp again; with `behind`: when its wait ends (epoch ms). */
     waitUntil: waitUntil === "" ? undefined : waitUntil,
+    /** With `behind`: the resultKey of the earlier-routed result it waits for. */
+    waitingFor: verdict === "behind" && related !== "" ? related : undefined,
+    /** With `moved`: the playback now first in the device's speech order, whose job may wait behind this one. */
+    wake: verdict === "moved" && related !== "" ? related : undefined,
   }))
-  .refine((step) => (step.verdict === "offline") === (step.waitUntil !== undefined), {
-    message: "offline, and only offline, says when to check again",
+  .refine(
+    (step) => (step.verdict === "offline" || step.verdict === "behind") === (step.waitUntil !== undefined),
+    { message: "offline and behind, and only they, say when to check again" },
+  )
+  .refine((step) => (step.verdict === "behind") === (step.waitingFor !== undefined), {
+    message: "behind, and only behind, names the result it waits for",
   });
 export type StepResult = z.infer<typeof stepResultSchema>;
 
@@ -180,7 +191,7 @@ export class PlaybackStore {
   ): Promise<StepResult> {
     const args =
       operation.op === "claim"
-        ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs]
+        ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs, operation.orderWaitMs]
         : operation.op === "ack"
           ? [operation.ack, playbackAcksChannel(this.keys), deviceId]
           : [""];
@@ -189,6 +200,11 @@ export class PlaybackStore {
       [this.device(deviceId).base],
       [operation.op, playbackId, now, ...args],
     );
+  }
+
+  /** Whether the result still has its place in the device's speech order (a playback waiting for it re-checks). */
+  async inSpeechOrder(deviceId: string, resultKey: string): Promise<boolean> {
+    return (await this.redis.zscore(this.device(deviceId).speechOrder, resultKey)) !== null;
   }
 
   /** The device's playbacks whose jobs wait for its Lamp to connect. */
