@@ -36,15 +36,27 @@ const DIRECTION: Record<RecordBody["type"], string> = {
   runtime_exited: "lifecycle",
 };
 
+interface PendingAppend {
+  entry: EngineRecord;
+  state: RuntimeState;
+  durable: () => void;
+}
+
+/** How many records one write sends at most: one XADD pipeline and one position write. */
+const MAX_RECORDS_PER_WRITE = 64;
+
 /**
- * The `engine.records` of one runtime: appends run strictly one after another, so stream order is seq order and
- * seq is gap-free. Each append also persists the runtime's position (`stateKey`: runtimeId, last seq, and any
- * extra state such as a read offset) in the same round trip, so a restarted runner knows what it appended. Only the
- * append must succeed; a position write that failed alone lags by one record until the next append.
+ * The `engine.records` of one runtime: appends are written strictly in order, so stream order is seq order and
+ * seq is gap-free. The records that arrive while a write is in flight go out together in the next one: their XADDs
+ * as one pipeline and the runtime's position (`stateKey`: runtimeId, last seq, and any extra state such as a read
+ * offset) as one write beside it, sent at the same moment, so a restarted runner knows what it appended. Only the
+ * appends must succeed; a position write that failed alone lags until the next write.
  */
 export class RuntimeRecordLog {
   private seq: number;
-  private chain: Promise<void> = Promise.resolve();
+  private readonly pending: PendingAppend[] = [];
+  private writing: Promise<void> = Promise.resolve();
+  private writerRunning = false;
   private readonly streamKey: string;
 
   constructor(
@@ -71,39 +83,79 @@ export class RuntimeRecordLog {
       receivedAt: Date.now(),
       record,
     });
-    const written = this.chain.then(() => this.write(entry, state));
-    this.chain = written;
-    return written;
+    const durable = new Promise<void>((resolve) => this.pending.push({ entry, state, durable: resolve }));
+    if (!this.writerRunning) {
+      this.writerRunning = true;
+      this.writing = this.writeAll();
+    }
+    return durable;
   }
 
   /** Resolves when everything appended so far is durable. */
   drained(): Promise<void> {
-    return this.chain;
+    return this.writing;
   }
 
-  private async write(entry: EngineRecord, state: RuntimeState): Promise<void> {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        // Sent together but not as one pipeline: the stream and the agent's key live in different cluster slots.
-        const [appended] = await Promise.allSettled([
-          this.deps.redis.xadd(this.streamKey, "*", PAYLOAD_FIELD, JSON.stringify(entry)),
-          state === "clear"
-            ? this.deps.redis.del(this.stateKey)
-            : this.deps.redis.hset(this.stateKey, { runtimeId: this.runtimeId, seq: entry.seq, ...state }),
-        ]);
-        if (appended.status === "rejected") throw appended.reason;
-        this.deps.metrics.recordsAppended.inc({
-          agent: this.agent.agentId,
-          direction: DIRECTION[entry.record.type],
-        });
-        return;
-      } catch (error) {
-        this.deps.log.warn(
-          { agentId: this.agent.agentId, seq: entry.seq, attempt, err: errorMessage(error) },
-          "engine record append failed; retrying in order",
-        );
-        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
-      }
+  private async writeAll(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.nextBatch();
+      await this.write(batch);
+      for (const appended of batch) appended.durable();
     }
+    this.writerRunning = false;
+  }
+
+  /** The oldest pending records, ending at the first that clears the position (nothing follows a clear). */
+  private nextBatch(): PendingAppend[] {
+    const cleared = this.pending.findIndex((appended) => appended.state === "clear");
+    const size = Math.min(MAX_RECORDS_PER_WRITE, cleared === -1 ? this.pending.length : cleared + 1);
+    return this.pending.splice(0, size);
+  }
+
+  private async write(batch: PendingAppend[]): Promise<void> {
+    let unwritten = batch;
+    for (let attempt = 0; ; attempt += 1) {
+      // Sent together but not as one pipeline: the stream and the agent's key live in different cluster slots.
+      const [appended] = await Promise.allSettled([this.appendRecords(unwritten), this.savePosition(batch)]);
+      const written = appended.status === "fulfilled" ? appended.value : 0;
+      this.countAppended(unwritten.slice(0, written));
+      unwritten = unwritten.slice(written);
+      if (unwritten.length === 0) return;
+      this.deps.log.warn(
+        {
+          agentId: this.agent.agentId,
+          seq: unwritten[0]?.entry.seq,
+          attempt,
+          err: appended.status === "rejected" ? errorMessage(appended.reason) : "XADD failed",
+        },
+        "engine record append failed; retrying in order",
+      );
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
+    }
+  }
+
+  /** One pipeline of XADDs; how many of them, from the first, were appended (the rest are resent). */
+  private async appendRecords(batch: PendingAppend[]): Promise<number> {
+    const pipeline = this.deps.redis.pipeline();
+    for (const { entry } of batch) pipeline.xadd(this.streamKey, "*", PAYLOAD_FIELD, JSON.stringify(entry));
+    const replies = (await pipeline.exec()) ?? [];
+    const failed = replies.findIndex(([error]) => error !== null);
+    return failed === -1 ? replies.length : failed;
+  }
+
+  private savePosition(batch: PendingAppend[]): Promise<unknown> {
+    const last = batch[batch.length - 1] as PendingAppend;
+    if (last.state === "clear") return this.deps.redis.del(this.stateKey);
+    const state: Record<string, string | number> = {};
+    for (const { state: extra } of batch) if (extra !== "clear") Object.assign(state, extra);
+    return this.deps.redis.hset(this.stateKey, { runtimeId: this.runtimeId, seq: last.entry.seq, ...state });
+  }
+
+  private countAppended(written: PendingAppend[]): void {
+    for (const { entry } of written)
+      this.deps.metrics.recordsAppended.inc({
+        agent: this.agent.agentId,
+        direction: DIRECTION[entry.record.type],
+      });
   }
 }

@@ -95,3 +95,29 @@ describe("identity bindings of a long-lived agent stay bounded", () => {
     expect(runtime).not.toContain("message|d-288-a");
   });
 });
+
+describe("the expiry of an agent's binding keys", () => {
+  const keysOf = () => [
+    `${base()}:bindings:${RUNTIME}`,
+    `${base()}:bindings-at:${RUNTIME}`,
+    `${base()}:identity`,
+    `${base()}:identity-at`,
+  ];
+  const ttls = () => Promise.all(keysOf().map((key) => t.redis.pttl(key)));
+
+  it("is renewed to one and a half retentions only when less than one is left, so a key outlives its last binding by a retention", async () => {
+    await store.persistBindings(AGENT, RUNTIME, [message("d-first")]);
+    for (const ttl of await ttls()) {
+      expect(ttl).toBeGreaterThan(RETENTION_MS);
+      expect(ttl).toBeLessThanOrEqual(RETENTION_MS * 1.5);
+    }
+    // More than one retention left: a later binding leaves every expiry where it was.
+    await Promise.all(keysOf().map((key) => t.redis.pexpire(key, RETENTION_MS + 5_000)));
+    await store.persistBindings(AGENT, RUNTIME, [message("d-second")]);
+    for (const ttl of await ttls()) expect(ttl).toBeLessThanOrEqual(RETENTION_MS + 5_000);
+    // Less than one left: the next binding renews all four.
+    await Promise.all(keysOf().map((key) => t.redis.pexpire(key, RETENTION_MS - 5_000)));
+    await store.persistBindings(AGENT, RUNTIME, [message("d-third")]);
+    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(RETENTION_MS);
+  });
+});

@@ -44,8 +44,6 @@ export class DeviceLedger {
         eventsChannel(this.keys),
         deviceId,
         this.config.EVENT_CAPACITY,
-        this.config.EVENT_RETENTION_SECONDS * 1000,
-        this.config.RESULT_RETENTION_SECONDS * 1000,
         JSON.stringify(args),
       ],
     );

@@ -117,7 +117,6 @@ export class EvidenceHandler {
       outcome: evidence.outcome,
       scope: built.members.length === 1 ? "input" : "group",
       resultCapacity: this.deps.config.RECEIPT_CAPACITY,
-      resultRetentionMs: this.deps.config.RESULT_RETENTION_SECONDS * 1000,
     };
     // Marked before it is applied: a redelivery after a crash between the two applies nothing new and marks nothing.
     await this.deps.completions.record(serverInstanceId, resultId, evidence.observedAt);

@@ -5,6 +5,10 @@ import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { storedEventSchema } from "../../libs/harness-store/stored-records.js";
 import { waitFor } from "../helpers/test-redis.js";
 import {
+  expireHarnessDevice,
+  type HarnessRetentionSettings,
+} from "../../services/result-producer/retention/harness-retention.js";
+import {
   HarnessPeer,
   eventHead,
   evidenceSettled,
@@ -16,9 +20,9 @@ import {
 } from "./harness-fixture.js";
 
 /**
- * Issue 12 item 3: the time-based trims of the Harness store. Receipts (on a reserve), results (on storing a result)
- * and the device event log (on every apply that appends) drop what is older than their retention and nothing
- * younger. Each retention is set to its smallest allowed value, 1 s (libs/harness-store/retention-config.ts), in a
+ * Issue 12 item 3: the time-based trims of the Harness store. Receipts (on a reserve), results and the device event
+ * log (by the device's retention sweep step, which the result-producer runs from its retention index; issue 16 took
+ * the age checks out of every apply) drop what is older than their retention and nothing younger. Each retention is set to its smallest allowed value, 1 s (libs/harness-store/retention-config.ts), in a
  * stack of its own so only the path under test trims. Every test makes an old entry, then a young one once the old
  * is half a retention old, then triggers the trim once the old one is past retention: the young one is then about
  * half a retention old, and the stored timestamps prove which side of the cut each entry was on.
@@ -61,6 +65,30 @@ async function answeredInput(
 /** The resultId of every turn.result the peer received, in order. */
 const resultIdsOf = (peer: HarnessPeer) =>
   peer.events("turn.result").map((frame) => (frame.payload as { resultId: string }).resultId);
+
+/** The retention sweep's step for one device now, with `settings` for the retention under test. */
+async function sweepDevice(
+  s: HarnessStack,
+  deviceId: string,
+  settings: Partial<HarnessRetentionSettings>,
+): Promise<number> {
+  const now = Date.now();
+  const DAY_MS = 86_400_000;
+  await expireHarnessDevice(
+    s.t.redis,
+    s.t.keys,
+    deviceId,
+    {
+      eventRetentionMs: DAY_MS,
+      resultRetentionMs: DAY_MS,
+      receiptRetentionMs: DAY_MS,
+      sweepIntervalMs: 0,
+      ...settings,
+    },
+    now,
+  );
+  return now;
+}
 
 const zscore = async (s: HarnessStack, key: string, member: string) => {
   const score = await s.t.redis.zscore(key, member);
@@ -161,7 +189,7 @@ describe("results past RESULT_RETENTION_SECONDS", () => {
     ...UNLIMITED_RATE,
   });
 
-  it("storing a result removes results older than retention with their index entry, keeps a younger one, and a resumed peer gets it replayed", async () => {
+  it("the sweep removes results older than retention with their index entry, keeps a younger one, and a resumed peer gets it replayed", async () => {
     const deviceId = "lamp-result-retention";
     const device = new HarnessDeviceKeys(s.t.keys, deviceId);
     const peer = await HarnessPeer.connect(s.harness.url, deviceId);
@@ -185,7 +213,8 @@ describe("results past RESULT_RETENTION_SECONDS", () => {
     await peer.waitForEvents("turn.result", 3);
     await evidenceSettled(s.t);
     const triggerId = resultIdsOf(peer)[2] ?? "";
-    const cut = (await storedAt(triggerId)) - RETENTION_MS;
+    expect(await s.t.redis.exists(device.result(oldId))).toBe(1);
+    const cut = (await sweepDevice(s, deviceId, { resultRetentionMs: RETENTION_MS })) - RETENTION_MS;
     expect(oldAt).toBeLessThan(cut);
     expect(youngAt).toBeGreaterThanOrEqual(cut);
 
@@ -218,7 +247,7 @@ describe("the per-device event log past EVENT_RETENTION_SECONDS", () => {
     ...UNLIMITED_RATE,
   });
 
-  it("an apply trims events older than retention and raises the floor; below it is cursor_too_old with the retained results, at it every younger event is replayed", async () => {
+  it("the sweep trims events older than retention and raises the floor; below it is cursor_too_old with the retained results, at it every younger event is replayed", async () => {
     const deviceId = "lamp-event-retention";
     const device = new HarnessDeviceKeys(s.t.keys, deviceId);
     const peer = await HarnessPeer.connect(s.harness.url, deviceId);
@@ -247,14 +276,8 @@ describe("the per-device event log past EVENT_RETENTION_SECONDS", () => {
     expect(Number((await s.t.redis.get(device.eventFloor)) ?? 0)).toBe(0);
 
     await untilOlderThan(newestOld, RETENTION_MS);
-    // The trigger: one apply that appends one event (the trigger input's receipt.updated to delivered).
-    await s.feed.delivered(deviceId, receiptOf(await peer.send("trigger")));
-    const head = await waitFor(
-      () => eventHead(s.t, deviceId),
-      (value) => value > youngHead,
-    );
-    expect(head).toBe(youngHead + 1);
-    const cut = (await eventAt(head)) - RETENTION_MS;
+    const head = youngHead;
+    const cut = (await sweepDevice(s, deviceId, { eventRetentionMs: RETENTION_MS })) - RETENTION_MS;
     for (const at of oldAt) expect(at).toBeLessThan(cut);
     for (const at of youngAt) expect(at).toBeGreaterThanOrEqual(cut);
 

@@ -5,7 +5,8 @@
 -- native scope already bound to another app id.
 -- Retention: each binding's last sighting is its score in an index beside each hash (`:identity-at`,
 -- `:bindings-at:<runtimeId>`); a binding not seen for retentionMs is removed here, a bounded number per call (twice
--- the bindings written, so removal keeps pace with writing), and the whole keys expire when the agent goes quiet.
+-- the bindings written, so removal keeps pace with writing), and the whole keys expire when the agent goes quiet
+-- (between one and one and a half retentions after its last binding).
 -- KEYS[1] = agent base (<p>:ev:{a:<agentId>}); derived keys share its hash tag.
 -- ARGV: runtimeId, retentionMs, now (epoch ms), then quadruples of field, json, scopeKey, appEntityId.
 -- Returns the number of conflicting bindings.
@@ -40,7 +41,13 @@ local function expire(hash, zindex)
 end
 expire(runtimeKey, runtimeIndex)
 expire(identityKey, identityIndex)
-for _, key in ipairs({ runtimeKey, runtimeIndex, identityKey, identityIndex }) do
-  redis.call("PEXPIRE", key, retention)
+-- The four keys are written together, so their expiries are renewed together, to one and a half retentions: only
+-- once fewer than one retention is left on the agent's identity key, or when this runtime's keys have none yet (its
+-- first bindings). A key so lives at least one retention after its last binding.
+local renewed_ttl = math.floor(retention * 1.5)
+if redis.call("PTTL", identityKey) < retention or redis.call("PTTL", runtimeKey) < 0 then
+  for _, key in ipairs({ runtimeKey, runtimeIndex, identityKey, identityIndex }) do
+    redis.call("PEXPIRE", key, renewed_ttl)
+  end
 end
 return conflicts

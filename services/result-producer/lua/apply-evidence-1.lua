@@ -1,13 +1,12 @@
 -- Applies one piece of engine evidence to one device's Harness store in one atomic step: receipt transitions,
 -- the immutable result, and the device event-log entries they cause. Redelivery of the same evidenceId is a
 -- no-op that returns what the first application decided (so a regenerated resultId is never used).
--- KEYS[1] = device base. ARGV: op, evidenceId, now, eventsChannel, deviceId, eventCapacity, eventRetentionMs,
--- markerRetentionMs, argsJson.
+-- KEYS[1] = device base. ARGV: op, evidenceId, now, eventsChannel, deviceId, eventCapacity, argsJson.
 -- Returns {status, detail}: applied | withheld | duplicate.
 local base = KEYS[1]
 local op, evidence_id, now, channel, device_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local event_capacity, event_retention_ms, marker_retention_ms = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local args = cjson.decode(ARGV[9])
+local event_capacity = tonumber(ARGV[6])
+local args = cjson.decode(ARGV[7])
 
 local markers, marker_times = base .. ':evidence', base .. ':evidence-at'
 local seen = redis.call('HGET', markers, evidence_id)
@@ -57,41 +56,27 @@ local function mark_unknown(members, code, message)
   end
 end
 
+-- Capacity trims only: what is past its retention goes through the retention sweep (expire-retained-1.lua), so
+-- this step reads no record to learn its age.
+local function oldest_over_capacity(key, capacity)
+  local over = redis.call('ZCARD', key) - capacity
+  if over <= 0 then return {} end
+  return redis.call('ZRANGE', key, 0, math.min(over, 256) - 1)
+end
+
 local function trim_log()
-  local trimmed = 0
-  while trimmed < 256 do
-    local oldest = redis.call('ZRANGE', base .. ':events', 0, 0)[1]
-    if not oldest then break end
-    local over = redis.call('ZCARD', base .. ':events') > event_capacity
-    if not over then
-      local body = redis.call('HGET', base .. ':event-body', oldest)
-      over = (not body) or cjson.decode(body).at < now - event_retention_ms
-    end
-    if not over then break end
-    redis.call('ZREM', base .. ':events', oldest)
-    redis.call('HDEL', base .. ':event-body', oldest)
-    redis.call('SET', base .. ':event-floor', oldest)
-    trimmed = trimmed + 1
-  end
+  local oldest = oldest_over_capacity(base .. ':events', event_capacity)
+  if #oldest == 0 then return end
+  redis.call('ZREM', base .. ':events', unpack(oldest))
+  redis.call('HDEL', base .. ':event-body', unpack(oldest))
+  redis.call('SET', base .. ':event-floor', oldest[#oldest])
 end
 
-local function trim_results(capacity, retention_ms)
-  local results = base .. ':results'
-  for _ = 1, 64 do
-    local oldest = redis.call('ZRANGE', results, 0, 0, 'WITHSCORES')
-    if not oldest[1] then break end
-    if redis.call('ZCARD', results) <= capacity and tonumber(oldest[2]) >= now - retention_ms then break end
-    redis.call('ZREM', results, oldest[1])
-    redis.call('DEL', base .. ':result:' .. oldest[1])
-  end
-end
-
-local function trim_markers()
-  local expired = redis.call('ZRANGEBYSCORE', marker_times, '-inf', now - marker_retention_ms, 'LIMIT', 0, 256)
-  for _, id in ipairs(expired) do
-    redis.call('HDEL', markers, id)
-    redis.call('ZREM', marker_times, id)
-  end
+local function trim_results(capacity)
+  local oldest = oldest_over_capacity(base .. ':results', capacity)
+  if #oldest == 0 then return end
+  redis.call('ZREM', base .. ':results', unpack(oldest))
+  for _, result_id in ipairs(oldest) do redis.call('DEL', base .. ':result:' .. result_id) end
 end
 
 -- A member may join a result only if it is this device's unresolved turn.send of the same agent, not yet in
@@ -139,7 +124,7 @@ local function store_result()
   append_event({kind = 'result', resultId = args.resultId})
   append_event({kind = 'turn.done', agentId = args.agentId, machineId = args.machineId,
     payload = {resultId = args.resultId, outcome = args.outcome}})
-  trim_results(args.resultCapacity, args.resultRetentionMs)
+  trim_results(args.resultCapacity)
   return {'applied', args.resultId}
 end
 
@@ -191,7 +176,6 @@ end
 
 redis.call('HSET', markers, evidence_id, outcome[2])
 redis.call('ZADD', marker_times, now, evidence_id)
-trim_markers()
 if events_appended > 0 then
   trim_log()
   redis.call('PUBLISH', channel, device_id)

@@ -1,6 +1,6 @@
 -- Removes what one device's Harness store retains past retention, in one atomic step on its slot (KEYS[1] = B),
 -- and says when the device comes due again. Driven by the result-producer's retention index, never a SCAN, so a
--- quiet device's old records go too (the trims in apply-evidence and reserve only run when the device acts).
+-- quiet device's old records go too. apply-evidence trims only by capacity and reserve only when the device acts.
 -- ARGV: now, eventRetentionMs, resultRetentionMs (results and evidence markers), receiptRetentionMs, limit.
 -- Goes: log events older than their retention (the floor moves with them), results and evidence markers older
 -- than result retention, terminal receipts older than receipt retention (an unresolved reservation never goes).

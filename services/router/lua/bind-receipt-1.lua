@@ -20,9 +20,13 @@ end
 if (run[2] and run[2] ~= ARGV[3]) or (run[3] and run[3] ~= ARGV[4]) then
   return { 'conflict', runId }
 end
-local holder = redis.call('GET', base .. ':delivery:' .. ARGV[3])
-if holder and holder ~= runId then
-  return { 'conflict', runId }
+-- A run already bound to this delivery holds its index entry: only a first binding checks and writes it.
+local first_binding = not run[2]
+if first_binding then
+  local holder = redis.call('GET', base .. ':delivery:' .. ARGV[3])
+  if holder and holder ~= runId then
+    return { 'conflict', runId }
+  end
 end
 local held, incoming = RECEIPT_RANK[run[4]], RECEIPT_RANK[ARGV[5]] or 0
 if held and (incoming < held or (held == 3 and run[4] ~= ARGV[5])) then
@@ -37,7 +41,7 @@ local function inputOf(json)
 end
 local changed = run[4] ~= ARGV[5] or inputOf(run[6]) ~= inputOf(ARGV[6])
 
-redis.call('SET', base .. ':delivery:' .. ARGV[3], runId)
+if first_binding then redis.call('SET', base .. ':delivery:' .. ARGV[3], runId) end
 redis.call('HSET', runKey, 'deliveryId', ARGV[3], 'serverInstanceId', ARGV[4],
   'receiptState', ARGV[5], 'receipt', ARGV[6])
 if run[5] == 'pending' and changed then
@@ -54,7 +58,7 @@ if run[5] == 'pending' and changed then
     emit_run_update(base, runId, 'receipt', '', '', ARGV[7])
   end
 end
-if run[2] then
+if not first_binding then
   return { 'refreshed', runId }
 end
 return { 'bound', runId }

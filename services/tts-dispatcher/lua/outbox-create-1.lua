@@ -30,14 +30,17 @@ local function createPlayback(id, kind, text)
     'voiceTargetExpiresAt', expiresAt, 'newestRunId', newestRunId, 'text', text)
 end
 
-redis.call('HSET', outboxKey,
-  'deviceId', deviceId, 'resultKey', resultKey, 'resultId', resultId, 'state', state,
-  state .. 'At', now, 'createdAt', now, 'speechText', speechText)
+local fields = {'deviceId', deviceId, 'resultKey', resultKey, 'resultId', resultId, 'state', state,
+  state .. 'At', now, 'createdAt', now, 'speechText', speechText}
 -- Optional fields are absent rather than empty, so readers see "no reason", not "".
 for field, value in pairs({reason = reason, playbackId = playbackId, noticePlaybackId = noticeId,
                            voiceTargetId = voiceTargetId}) do
-  if value ~= '' then redis.call('HSET', outboxKey, field, value) end
+  if value ~= '' then
+    fields[#fields + 1] = field
+    fields[#fields + 1] = value
+  end
 end
+redis.call('HSET', outboxKey, unpack(fields))
 if playbackId ~= '' then createPlayback(playbackId, 'answer', speechText) end
 if noticeId ~= '' then createPlayback(noticeId, 'notice', noticeText) end
 if state == 'suppressed' then emit_for_result_members(base, resultKey, 'suppressed', reason, '', now) end

@@ -30,9 +30,10 @@ local base = KEYS[1]
 local op, id, now, arg, deadGateway, repeatWaitMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local key = base .. ':playback:' .. id
 local awaitingKey = base .. ':playbacks:awaiting-lamp'
-local state = redis.call('HGET', key, 'state')
+-- Every field a step may read, in one read.
+local state, kind, resultKey, storedReason, lastAck, createdAt, targetExpiresAt, newestRunId = unpack(redis.call(
+  'HMGET', key, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt', 'voiceTargetExpiresAt', 'newestRunId'))
 if not state then return {'unknown', '', '', '', '', '', ''} end
-local kind, resultKey = unpack(redis.call('HMGET', key, 'kind', 'resultKey'))
 local outboxKey = false
 if kind == 'answer' then outboxKey = base .. ':outbox:' .. resultKey end
 local orderKey = base .. ':speech-order'
@@ -66,13 +67,27 @@ end
 
 local RUN_UPDATE_CHANGE = {uncertain = 'playback', failed = 'playback', suppressed = 'suppressed'}
 
--- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it).
-local function move(to, reason, gateway)
-  for _, target in ipairs(outboxKey and {key, outboxKey} or {key}) do
-    redis.call('HSET', target, 'state', to, to .. 'At', now)
-    if reason == '' then redis.call('HDEL', target, 'reason') else redis.call('HSET', target, 'reason', reason) end
+-- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it; the playback's
+-- own field was read above, so only one that is there is deleted).
+-- `ack` (or nil): the ack recorded with the move, in the same write.
+local function move(to, reason, gateway, ack)
+  local fields = {'state', to, to .. 'At', now}
+  if reason ~= '' then
+    fields[#fields + 1] = 'reason'
+    fields[#fields + 1] = reason
   end
-  redis.call('ZREM', awaitingKey, id)
+  if ack then
+    fields[#fields + 1] = 'lastAck'
+    fields[#fields + 1] = ack
+    fields[#fields + 1] = 'lastAckAt'
+    fields[#fields + 1] = now
+  end
+  for _, target in ipairs(outboxKey and {key, outboxKey} or {key}) do
+    redis.call('HSET', target, unpack(fields))
+    if reason == '' and (storedReason or target == outboxKey) then redis.call('HDEL', target, 'reason') end
+  end
+  -- Only a queued playback can be waiting for the Lamp.
+  if state == 'queued' then redis.call('ZREM', awaitingKey, id) end
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, resultKey, change, reason, id, now) end
   local wake = ''
@@ -81,7 +96,7 @@ local function move(to, reason, gateway)
 end
 
 local function stay(verdict, waitUntil, related)
-  return {verdict, state, redis.call('HGET', key, 'reason') or '', kind, '', waitUntil or '', related or ''}
+  return {verdict, state, storedReason or '', kind, '', waitUntil or '', related or ''}
 end
 
 -- The earlier-routed result this one must wait for, and until when it waits before looking again; nil when it may
@@ -105,9 +120,11 @@ end
 
 -- A later ack never loses to an earlier one arriving late (finished, then a delayed started).
 local ACK_RANK = {started = 1, finished = 2, interrupted = 2, rejected = 2}
+local function newerAck(ack)
+  return not (lastAck and ACK_RANK[lastAck] and ACK_RANK[lastAck] >= ACK_RANK[ack])
+end
 local function recordAck(ack)
-  local last = redis.call('HGET', key, 'lastAck')
-  if last and ACK_RANK[last] and ACK_RANK[last] >= ACK_RANK[ack] then return false end
+  if not newerAck(ack) then return false end
   redis.call('HSET', key, 'lastAck', ack, 'lastAckAt', now)
   if outboxKey then redis.call('HSET', outboxKey, 'lastAck', ack, 'lastAckAt', now) end
   return true
@@ -118,11 +135,10 @@ if op == 'claim' then
   if state ~= 'queued' then return stay('settled') end
   local waitLimit
   if kind == 'repeat' then
-    waitLimit = (tonumber(redis.call('HGET', key, 'createdAt') or '') or 0) + tonumber(repeatWaitMs)
+    waitLimit = (tonumber(createdAt or '') or 0) + tonumber(repeatWaitMs)
   else
-    waitLimit = tonumber(redis.call('HGET', key, 'voiceTargetExpiresAt') or '') or 0
+    waitLimit = tonumber(targetExpiresAt or '') or 0
     if waitLimit <= tonumber(now) then return move('suppressed', 'expired') end
-    local newestRunId = redis.call('HGET', key, 'newestRunId')
     if newestRunId and newestRunId ~= '' then
       local cancelledAt = redis.call('HGET', base .. ':run:' .. newestRunId, 'cancelledAt')
       if cancelledAt and cancelledAt ~= '' then return move('suppressed', 'cancelled') end
@@ -155,9 +171,9 @@ end
 if op == 'ack' then
   if not ACK_RANK[arg] then return redis.error_reply('INVALID_ACK ' .. tostring(arg)) end
   if state == 'sending' or state == 'uncertain' then
-    recordAck(arg)
+    local ack = newerAck(arg) and arg or nil
     local moved
-    if arg == 'rejected' then moved = move('failed', 'lamp_rejected') else moved = move('played', '') end
+    if arg == 'rejected' then moved = move('failed', 'lamp_rejected', nil, ack) else moved = move('played', '', nil, ack) end
     if state == 'sending' then
       local channel, deviceId = ARGV[5], ARGV[6]
       redis.call('PUBLISH', channel, cjson.encode({deviceId = deviceId, playbackId = id, state = moved[2]}))
