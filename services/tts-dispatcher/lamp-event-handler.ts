@@ -60,6 +60,8 @@ export class LampEventHandler {
     }
     if (step.verdict === "moved" && step.kind && step.state)
       metrics.recordPlayback(step.kind, step.state, step.reason);
+    // The answer started on the Lamp: the next one in the device's speech order may go.
+    if (step.wake !== undefined) await this.options.queue.wake(event.deviceId, step.wake);
   }
 
   /**

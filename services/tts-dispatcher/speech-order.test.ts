@@ -22,7 +22,10 @@ let deviceSeq = 0;
 beforeAll(async () => {
   t = createTestRedis("tts-speech-order");
   os = new OsStoreFixture(t.redis, t.keys);
-  patient = await startTtsDispatcher(t, { SPEECH_ORDER_WAIT_MS: String(LONG_WAIT_MS) });
+  patient = await startTtsDispatcher(t, {
+    SPEECH_ORDER_WAIT_MS: String(LONG_WAIT_MS),
+    PLAYBACK_ACK_TIMEOUT_MS: String(LONG_WAIT_MS),
+  });
   jobs = new Queue(QUEUE_CATALOG.lampPlayback.name, {
     connection: { url: t.url },
     prefix: t.keys.bullPrefix,
@@ -52,6 +55,16 @@ const answerParked = (deviceId: string, resultId: string) =>
     Boolean,
   );
 
+/** Once the Lamp has acked every answer it was sent, nothing of the device is left in the speech order. */
+async function orderAfterAcks(fixture: OsStoreFixture, deviceId: string): Promise<string[]> {
+  for (const start of (await fixture.deliveries()).filter((delivery) => delivery.deviceId === deviceId))
+    await fixture.ack(deviceId, String(start.frame.playbackId), "started");
+  return waitFor(
+    () => fixture.speechOrder(deviceId),
+    (order) => order.length === 0,
+  );
+}
+
 async function resolve(deviceId: string, resultId: string, createdAt: number): Promise<string> {
   await os.seedRun(deviceId, { runId: `run-${resultId}`, createdAt });
   return os.seedResolvedResult(deviceId, { resultId, runIds: [`run-${resultId}`] });
@@ -71,12 +84,20 @@ describe("speech order: a device's answers start in the order the router routed 
     expect(await os.outbox(deviceId, second)).toMatchObject({ state: "queued" });
 
     await resolve(deviceId, "first", 1);
+    const [first] = await waitFor(
+      async () => (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId),
+      (starts) => starts.length === 1,
+    );
+    expect(first?.frame.resultId).toBe("first");
+    // The next answer goes once the Lamp says the first one started, not before.
+    expect(await answerParked(deviceId, "second")).toBe(true);
+    await os.ack(deviceId, String(first?.frame.playbackId), "started");
     const started = await waitFor(
       () => startedResults(deviceId),
       (results) => results.length === 2,
     );
     expect(started).toEqual(["first", "second"]);
-    expect(await os.speechOrder(deviceId)).toEqual([]);
+    expect(await orderAfterAcks(os, deviceId)).toEqual([]);
   });
 
   it("an answer with no earlier result owed starts at once and leaves the order", async () => {
@@ -91,17 +112,22 @@ describe("speech order: a device's answers start in the order the router routed 
         (results) => results.length === 1,
       ),
     ).toEqual(["only"]);
-    expect(await os.speechOrder(deviceId)).toEqual([]);
+    expect(await orderAfterAcks(os, deviceId)).toEqual([]);
   });
 
-  it("an earlier result already past queued (or whose entry was left behind) does not hold a later one", async () => {
+  it("an earlier result already started on the Lamp (or whose entry was left behind) does not hold a later one", async () => {
     const deviceId = newDevice();
     await os.setPresence(deviceId);
     await os.routed(deviceId, resultKeyOf(INSTANCE, "spoken"), Date.now() - 10);
-    await resolve(deviceId, "spoken", 1);
+    const spoken = await resolve(deviceId, "spoken", 1);
+    const [start] = await waitFor(
+      async () => (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId),
+      (starts) => starts.length === 1,
+    );
+    await os.ack(deviceId, String(start?.frame.playbackId), "started");
     await waitFor(
-      () => startedResults(deviceId),
-      (results) => results.length === 1,
+      () => os.outbox(deviceId, spoken),
+      (entry) => entry?.state === "played",
     );
     // A re-route after it was spoken puts it back in the order; it is no longer owed, so it holds nothing.
     await os.routed(deviceId, resultKeyOf(INSTANCE, "spoken"), Date.now() - 5);
@@ -113,7 +139,7 @@ describe("speech order: a device's answers start in the order the router routed 
         (results) => results.length === 2,
       ),
     ).toEqual(["spoken", "next"]);
-    expect(await os.speechOrder(deviceId)).toEqual([]);
+    expect(await orderAfterAcks(os, deviceId)).toEqual([]);
   });
 });
 
@@ -171,6 +197,6 @@ describe("speech order: the wait for an earlier result is bounded (SPEECH_ORDER_
     );
     expect(start?.frame.resultId).toBe("after");
     expect(start?.sentAt).toBeGreaterThanOrEqual(routedAt + SHORT_WAIT_MS);
-    expect(await osShort.speechOrder(deviceId)).toEqual([]);
+    expect(await orderAfterAcks(osShort, deviceId)).toEqual([]);
   });
 });

@@ -10,9 +10,11 @@
 --                    in sending was interrupted mid-send -> uncertain, and is never sent again. A presence naming
 --                    deadGateway (the worker saw no heartbeat of that instance) counts as no presence. An answer or
 --                    notice is sent in the device's speech order (B:speech-order, added by the router): while an
---                    earlier-routed result has a playback still queued, or has no outbox entry yet and was routed
---                    less than orderWaitMs ago, it stays queued (`behind`, returning that result and when to look
---                    again, never past its own voice target's expiry); earlier entries no longer owed are dropped.
+--                    earlier-routed result has a playback still queued or sending (not yet started on the Lamp),
+--                    or has no outbox entry yet and was routed less than orderWaitMs ago, it stays queued (`behind`,
+--                    returning that result and when to look again, never past its own voice target's expiry);
+--                    earlier entries no longer owed are dropped. One not in the order yet (the router adds it just
+--                    after routing) comes after every entry there.
 --   ack-timeout      sending -> uncertain (ack_timeout)
 --   abandon          the job gave up: sending -> uncertain, queued -> failed (worker_lost)
 --   ack <state> <channel> <deviceId>
@@ -20,8 +22,9 @@
 --                    leaving sending is published on <channel> ({deviceId, playbackId, state}) to wake the worker
 --                    waiting for this ack (a hint: the worker also re-reads the state on its own)
 -- Moving to uncertain or failed is a run.update `playback`, to suppressed one `suppressed`, for each member run.
--- Leaving queued takes the playback's result out of the speech order and names the playback of the result now first
--- in it (`wake`: its job may be waiting behind this one).
+-- Leaving queued or sending for anything but sending (started on the Lamp, or ended unsent) takes the playback's
+-- result out of the speech order and names the playback of the result now first in it (`wake`: its job may be
+-- waiting behind this one).
 -- Returns {verdict, state, reason, kind, gatewayId, waitUntil, related}; verdict: moved | settled | offline | behind |
 -- stale | recorded | unknown; waitUntil (epoch ms) only with offline and behind; related: with behind the resultKey
 -- waited for, with moved the playback to wake ('' when none).
@@ -40,13 +43,14 @@ local orderKey = base .. ':speech-order'
 local ordered = kind ~= 'repeat'
 
 local MAX_ORDER_LOOKS = 16
--- What a result still owes the Lamp: 'unseen' (no outbox entry yet), 'queued' (a playback of it not yet sent), or
--- false (every playback has left queued, or it has none).
+-- What a result still owes the Lamp: 'unseen' (no outbox entry yet), 'pending' (a playback of it queued, or sent
+-- and not yet acked), or false (every playback has started on the Lamp or ended, or it has none).
+local PENDING = {queued = true, sending = true}
 local function owed(other)
   local outbox = redis.call('HMGET', base .. ':outbox:' .. other, 'state', 'noticePlaybackId')
   if not outbox[1] then return 'unseen' end
-  if outbox[1] == 'queued' then return 'queued' end
-  if outbox[2] and redis.call('HGET', base .. ':playback:' .. outbox[2], 'state') == 'queued' then return 'queued' end
+  if PENDING[outbox[1]] then return 'pending' end
+  if outbox[2] and PENDING[redis.call('HGET', base .. ':playback:' .. outbox[2], 'state')] then return 'pending' end
   return false
 end
 
@@ -91,7 +95,9 @@ local function move(to, reason, gateway, ack)
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, resultKey, change, reason, id, now) end
   local wake = ''
-  if state == 'queued' and ordered and redis.call('ZREM', orderKey, resultKey) == 1 then wake = nextInOrder() end
+  if ordered and to ~= 'sending' and PENDING[state] and redis.call('ZREM', orderKey, resultKey) == 1 then
+    wake = nextInOrder()
+  end
   return {'moved', to, reason, kind, gateway or '', '', wake}
 end
 
@@ -100,17 +106,17 @@ local function stay(verdict, waitUntil, related)
 end
 
 -- The earlier-routed result this one must wait for, and until when it waits before looking again; nil when it may
--- be sent now. Looks at a bounded number of entries ahead of it, dropping those no longer owed: past queued, or
+-- be sent now. Looks at a bounded number of entries ahead of it, dropping those no longer owed: started or ended, or
 -- unseen by the outbox for orderWaitMs since routed (a result the run-resolver refused never arrives). One with a
--- playback still queued is about to be sent (its job runs, or wakes with the Lamp): it is waited for, re-checked
--- every orderWaitMs, until this playback's own voice target expires.
+-- playback queued or sending is about to be heard (its job runs, wakes with the Lamp, or waits for the ack): it is
+-- waited for, re-checked every orderWaitMs, until this playback's own voice target expires.
 local function waitsFor(orderWaitMs)
-  if not ordered or not redis.call('ZSCORE', orderKey, resultKey) then return nil end
+  if not ordered then return nil end
   for _ = 1, MAX_ORDER_LOOKS do
     local head = redis.call('ZRANGE', orderKey, 0, 0, 'WITHSCORES')
     if head[1] == nil or head[1] == resultKey then return nil end
     local headOwes = owed(head[1])
-    if headOwes == 'queued' then return head[1], tonumber(now) + orderWaitMs end
+    if headOwes == 'pending' then return head[1], tonumber(now) + orderWaitMs end
     local waitEnds = tonumber(head[2]) + orderWaitMs
     if headOwes == 'unseen' and waitEnds > tonumber(now) then return head[1], waitEnds end
     redis.call('ZREM', orderKey, head[1])

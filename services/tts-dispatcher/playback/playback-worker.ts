@@ -48,7 +48,7 @@ const ACK_RECHECK_MS = 1_000;
  * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came. With no
  * Lamp connected the job waits, delayed without spending an attempt, until the claim says to check again or a
  * `lamp.connected` wakes it. A device's answers start in the order the router routed them: a job behind an
- * earlier result waits the same way, woken by the job that claims the result ahead of it.
+ * earlier result waits the same way, until that one has started on the Lamp (its ack) or ended, which wakes it.
  */
 export class PlaybackWorker {
   private readonly worker: Worker<PlaybackJob>;
@@ -113,12 +113,11 @@ export class PlaybackWorker {
       },
       Date.now(),
     );
-    this.record(claim);
+    await this.settle(deviceId, claim);
     if (claim.verdict === "offline" && claim.waitUntil !== undefined)
       return this.waitForLamp(job, token, { deviceId, playbackId }, claim.waitUntil);
     if (claim.verdict === "behind" && claim.waitUntil !== undefined && claim.waitingFor !== undefined)
       return this.waitForTurn(job, token, { deviceId, playbackId }, claim.waitUntil, claim.waitingFor);
-    if (claim.wake !== undefined) await this.options.queue.wake(deviceId, claim.wake);
     if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
     await this.send(playback, playback.voiceTargetId, claim.gatewayId);
   }
@@ -210,7 +209,8 @@ export class PlaybackWorker {
     metrics.ackWait.observe({ outcome: acked ?? "timeout" }, (Date.now() - sentAt) / 1000);
     // No ack in time: the timeout step reads the state once more, atomically with moving it to uncertain.
     if (acked === undefined)
-      this.record(
+      await this.settle(
+        playback.deviceId,
         await store.step(playback.deviceId, playback.playbackId, { op: "ack-timeout" }, Date.now()),
       );
   }
@@ -244,7 +244,7 @@ export class PlaybackWorker {
       if ((await job.getState()) !== "failed") return;
       const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
       const step = await this.options.store.step(deviceId, playbackId, { op: "abandon" }, Date.now());
-      this.record(step);
+      await this.settle(deviceId, step);
       this.options.log.warn(
         { deviceId, playbackId, err: error.message, state: step.state },
         "playback job failed",
@@ -257,8 +257,10 @@ export class PlaybackWorker {
     }
   }
 
-  private record(step: StepResult): void {
+  /** Counts a move, and wakes the playback now first in the device's speech order when this one left it. */
+  private async settle(deviceId: string, step: StepResult): Promise<void> {
     if (step.verdict === "moved" && step.kind && step.state)
       this.options.metrics.recordPlayback(step.kind, step.state, step.reason);
+    if (step.wake !== undefined) await this.options.queue.wake(deviceId, step.wake);
   }
 }
