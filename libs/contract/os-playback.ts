@@ -100,6 +100,8 @@ export const playbackRecordSchema = z.object({
   gatewayId: optionalText,
   lastAck: optionalText.pipe(playbackAckStateSchema.optional()),
   lastAckAt: optionalMs,
+  /** When its job last found it waiting behind an earlier answer of the device (epoch ms). */
+  lookedAt: optionalMs,
   createdAt: optionalMs.pipe(z.number()),
   ...transitionTimes,
 });

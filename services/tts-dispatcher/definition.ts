@@ -22,7 +22,7 @@ export const ttsDispatcherService = defineService({
   async start(ctx, config) {
     const metrics = TtsMetrics.of(ctx.metrics);
     const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
-    const store = new PlaybackStore(ctx.connections.command, ctx.keys);
+    const store = new PlaybackStore(ctx.connections.command, ctx.keys, config.SPEECH_ORDER_WAIT_MS);
     const crashPoint = new CrashPoint(config, ctx.connections.command, ctx.keys);
     const prefix = ctx.keys.bullPrefix;
     const queue = new PlaybackQueue({
@@ -65,7 +65,6 @@ export const ttsDispatcherService = defineService({
       ackTimeoutMs: config.PLAYBACK_ACK_TIMEOUT_MS,
       offlineRecheckMs: config.PLAYBACK_OFFLINE_RECHECK_MS,
       repeatWaitMs: config.PLAYBACK_REPEAT_WAIT_MS,
-      orderWaitMs: config.SPEECH_ORDER_WAIT_MS,
       queue,
       lockDurationMs: config.PLAYBACK_LOCK_DURATION_MS,
       stalledIntervalMs: config.PLAYBACK_STALLED_INTERVAL_MS,

@@ -4,6 +4,7 @@ import { QUEUE_CATALOG } from "../../libs/contract/catalog.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { HostedServices } from "../../libs/service/service-host.js";
 import { answerPlaybackId, playbackJobId } from "./playback/playback-ids.js";
+import { PlaybackStore } from "./store/playback-store.js";
 import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
 import { OsStoreFixture } from "../../test/tts/os-store-fixture.js";
 import { startTtsDispatcher } from "../../test/tts/tts-service.js";
@@ -198,5 +199,56 @@ describe("speech order: the wait for an earlier result is bounded (SPEECH_ORDER_
     expect(start?.frame.resultId).toBe("after");
     expect(start?.sentAt).toBeGreaterThanOrEqual(routedAt + SHORT_WAIT_MS);
     expect(await orderAfterAcks(osShort, deviceId)).toEqual([]);
+  });
+});
+
+describe("speech order: an answer nobody works on does not hold the next one", () => {
+  let tOrphan: TestRedis;
+  let osOrphan: OsStoreFixture;
+  let service: HostedServices | undefined;
+  beforeAll(async () => {
+    tOrphan = createTestRedis("tts-speech-order-orphan");
+    osOrphan = new OsStoreFixture(tOrphan.redis, tOrphan.keys);
+    service = await startTtsDispatcher(tOrphan, { SPEECH_ORDER_WAIT_MS: String(SHORT_WAIT_MS) });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await tOrphan.cleanup();
+  });
+
+  it("a queued answer whose job never came (dead-lettered after its outbox entry) holds the next for twice the wait", async () => {
+    const deviceId = newDevice();
+    await osOrphan.setPresence(deviceId);
+    const createdAt = Date.now();
+    const orphanKey = resultKeyOf(INSTANCE, "orphan");
+    await osOrphan.routed(deviceId, orphanKey, createdAt);
+    await osOrphan.routed(deviceId, resultKeyOf(INSTANCE, "heard"), createdAt + 1);
+    const orphanPlayback = answerPlaybackId({ deviceId, serverInstanceId: INSTANCE, resultId: "orphan" });
+    // What the tts-dispatcher had written when it died before enqueueing the job: the entry and a queued playback.
+    await new PlaybackStore(tOrphan.redis, tOrphan.keys, SHORT_WAIT_MS).createOutboxEntry(
+      {
+        deviceId,
+        resultKey: orphanKey,
+        resultId: "orphan",
+        state: "queued",
+        speechText: "Never enqueued.",
+        voiceTargetId: "target-1",
+        voiceTargetExpiresAt: createdAt + LONG_WAIT_MS,
+        playbackId: orphanPlayback,
+      },
+      createdAt,
+    );
+    await osOrphan.seedRun(deviceId, { runId: "run-heard", createdAt: 2 });
+    await osOrphan.seedResolvedResult(deviceId, { resultId: "heard", runIds: ["run-heard"] });
+
+    const [start] = await waitFor(
+      async () => (await osOrphan.deliveries()).filter((delivery) => delivery.deviceId === deviceId),
+      (starts) => starts.length === 1,
+      { timeoutMs: 2 * SHORT_WAIT_MS + 10_000 },
+    );
+    expect(start?.frame.resultId).toBe("heard");
+    expect(start?.sentAt).toBeGreaterThanOrEqual(createdAt + 2 * SHORT_WAIT_MS);
+    expect(await osOrphan.outbox(deviceId, orphanKey)).toMatchObject({ state: "queued" });
+    expect(await orderAfterAcks(osOrphan, deviceId)).toEqual([]);
   });
 });

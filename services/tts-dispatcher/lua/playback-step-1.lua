@@ -2,7 +2,8 @@
 -- outbox entry when the playback is the answer. Every transition stamps <state>At. Atomic because the claim must
 -- read the Lamp's presence, the target's expiry and the newest run's cancel together with the state it moves, and
 -- keep the device's index of playbacks waiting for the Lamp (`B:playbacks:awaiting-lamp`) true to that state.
---   claim <recheckMs> <deadGateway?> <repeatWaitMs> <orderWaitMs>
+-- ARGV: op, playbackId, now, orderWaitMs, then the op's own arguments:
+--   claim <recheckMs> <deadGateway?> <repeatWaitMs>
 --                    queued -> sending (returns the gateway holding the Lamp), or suppressed (target expired / newest
 --                    run cancelled since dispatch); with no Lamp it stays queued, indexed as awaiting the Lamp, and
 --                    returns when to check again: min(target expiry, now + recheckMs), for a repeat min(createdAt +
@@ -10,11 +11,11 @@
 --                    in sending was interrupted mid-send -> uncertain, and is never sent again. A presence naming
 --                    deadGateway (the worker saw no heartbeat of that instance) counts as no presence. An answer or
 --                    notice is sent in the device's speech order (B:speech-order, added by the router): while an
---                    earlier-routed result has a playback still queued or sending (not yet started on the Lamp),
---                    or has no outbox entry yet and was routed less than orderWaitMs ago, it stays queued (`behind`,
---                    returning that result and when to look again, never past its own voice target's expiry);
---                    earlier entries no longer owed are dropped. One not in the order yet (the router adds it just
---                    after routing) comes after every entry there.
+--                    earlier-routed result has a playback still queued with a job working on it or sending (not
+--                    yet started on the Lamp), or has no outbox entry yet and was routed less than orderWaitMs ago,
+--                    it stays queued (`behind`, returning that result and when to look again, never past its own
+--                    voice target's expiry); earlier entries no longer owed are dropped. One not in the order yet
+--                    (the router adds it just after routing) comes after every entry there.
 --   ack-timeout      sending -> uncertain (ack_timeout)
 --   abandon          the job gave up: sending -> uncertain, queued -> failed (worker_lost)
 --   ack <state> <channel> <deviceId>
@@ -30,7 +31,8 @@
 -- waited for, with moved the playback to wake ('' when none).
 --!include result-run-updates.lua
 local base = KEYS[1]
-local op, id, now, arg, deadGateway, repeatWaitMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local op, id, now = ARGV[1], ARGV[2], ARGV[3]
+local arg, deadGateway, repeatWaitMs = ARGV[5], ARGV[6], ARGV[7]
 local key = base .. ':playback:' .. id
 local awaitingKey = base .. ':playbacks:awaiting-lamp'
 -- Every field a step may read, in one read.
@@ -43,27 +45,48 @@ local orderKey = base .. ':speech-order'
 local ordered = kind ~= 'repeat'
 
 local MAX_ORDER_LOOKS = 16
--- What a result still owes the Lamp: 'unseen' (no outbox entry yet), 'pending' (a playback of it queued, or sent
--- and not yet acked), or false (every playback has started on the Lamp or ended, or it has none).
+local nowMs = tonumber(now)
+local orderWaitMs = tonumber(ARGV[4])
+-- A queued playback no job has looked at for this long has no job: its result was dead-lettered between the outbox
+-- entry and the job (a job waiting behind another looks again every orderWaitMs; one waiting for the Lamp is indexed).
+local orphanAfterMs = 2 * orderWaitMs
 local PENDING = {queued = true, sending = true}
-local function owed(other)
-  local outbox = redis.call('HMGET', base .. ':outbox:' .. other, 'state', 'noticePlaybackId')
-  if not outbox[1] then return 'unseen' end
-  if PENDING[outbox[1]] then return 'pending' end
-  if outbox[2] and PENDING[redis.call('HGET', base .. ':playback:' .. outbox[2], 'state')] then return 'pending' end
+
+-- Until when a playback holds the speech order (epoch ms; the holder re-checks by then at the latest), or false: sent
+-- and not yet acked, or queued with a job working on it (created or looked at within orphanAfterMs, or waiting for
+-- the Lamp).
+local function holdsUntil(playbackId)
+  if not playbackId then return false end
+  local playback = redis.call('HMGET', base .. ':playback:' .. playbackId, 'state', 'createdAt', 'lookedAt')
+  if playback[1] == 'sending' then return nowMs + orderWaitMs end
+  if playback[1] ~= 'queued' then return false end
+  local orphanAt = math.max(tonumber(playback[2] or '') or 0, tonumber(playback[3] or '') or 0) + orphanAfterMs
+  if orphanAt > nowMs then return math.min(orphanAt, nowMs + orderWaitMs) end
+  if redis.call('ZSCORE', awaitingKey, playbackId) then return nowMs + orderWaitMs end
   return false
 end
 
--- After this result leaves the speech order: the first playback of the first result still owed in it, if any
--- (entries no longer owed are dropped on the way).
+-- What a result still owes the Lamp: 'unseen' (no outbox entry yet), 'pending' with the playback that holds the
+-- order and until when, or false (every playback has started on the Lamp, ended, or has no job; or it has none).
+local function owed(other)
+  local outbox = redis.call('HMGET', base .. ':outbox:' .. other, 'state', 'playbackId', 'noticePlaybackId')
+  if not outbox[1] then return 'unseen' end
+  for i = 2, 3 do
+    local heldUntil = holdsUntil(outbox[i])
+    if heldUntil then return 'pending', outbox[i], heldUntil end
+  end
+  return false
+end
+
+-- After this result leaves the speech order: the playback of the first result still owed in it, if any (entries no
+-- longer owed are dropped on the way).
 local function nextInOrder()
   for _ = 1, MAX_ORDER_LOOKS do
     local head = redis.call('ZRANGE', orderKey, 0, 0)[1]
     if not head then return '' end
-    if owed(head) then
-      local ids = redis.call('HMGET', base .. ':outbox:' .. head, 'playbackId', 'noticePlaybackId')
-      return ids[1] or ids[2] or ''
-    end
+    local owes, holder = owed(head)
+    if owes == 'pending' then return holder end
+    if owes == 'unseen' then return '' end
     redis.call('ZREM', orderKey, head)
   end
   return ''
@@ -106,19 +129,26 @@ local function stay(verdict, waitUntil, related)
 end
 
 -- The earlier-routed result this one must wait for, and until when it waits before looking again; nil when it may
--- be sent now. Looks at a bounded number of entries ahead of it, dropping those no longer owed: started or ended, or
--- unseen by the outbox for orderWaitMs since routed (a result the run-resolver refused never arrives). One with a
--- playback queued or sending is about to be heard (its job runs, wakes with the Lamp, or waits for the ack): it is
--- waited for, re-checked every orderWaitMs, until this playback's own voice target expires.
-local function waitsFor(orderWaitMs)
+-- be sent now. Looks at a bounded number of entries ahead of it, dropping those no longer owed: started, ended or
+-- without a job, or unseen by the outbox for orderWaitMs since routed (a result the run-resolver refused never
+-- arrives). One with a playback queued or sending is about to be heard (its job runs, wakes with the Lamp, or waits
+-- for the ack): it is waited for, never past this playback's own voice target expiry. Waiting is looking: the
+-- playback records when, so one waiting behind it is not taken for an orphan.
+local function waitsFor()
   if not ordered then return nil end
   for _ = 1, MAX_ORDER_LOOKS do
     local head = redis.call('ZRANGE', orderKey, 0, 0, 'WITHSCORES')
     if head[1] == nil or head[1] == resultKey then return nil end
-    local headOwes = owed(head[1])
-    if headOwes == 'pending' then return head[1], tonumber(now) + orderWaitMs end
+    local owes, _, heldUntil = owed(head[1])
+    if owes == 'pending' then
+      redis.call('HSET', key, 'lookedAt', now)
+      return head[1], heldUntil
+    end
     local waitEnds = tonumber(head[2]) + orderWaitMs
-    if headOwes == 'unseen' and waitEnds > tonumber(now) then return head[1], waitEnds end
+    if owes == 'unseen' and waitEnds > nowMs then
+      redis.call('HSET', key, 'lookedAt', now)
+      return head[1], waitEnds
+    end
     redis.call('ZREM', orderKey, head[1])
   end
   return nil
@@ -157,7 +187,7 @@ if op == 'claim' then
     redis.call('ZADD', awaitingKey, waitUntil, id)
     return stay('offline', string.format('%.0f', waitUntil))
   end
-  local before, waitEnds = waitsFor(tonumber(ARGV[7]))
+  local before, waitEnds = waitsFor()
   if before then return stay('behind', string.format('%.0f', math.min(waitEnds, waitLimit)), before) end
   redis.call('HSET', key, 'gatewayId', gateway)
   return move('sending', '', gateway)
@@ -181,7 +211,7 @@ if op == 'ack' then
     local moved
     if arg == 'rejected' then moved = move('failed', 'lamp_rejected', nil, ack) else moved = move('played', '', nil, ack) end
     if state == 'sending' then
-      local channel, deviceId = ARGV[5], ARGV[6]
+      local channel, deviceId = ARGV[6], ARGV[7]
       redis.call('PUBLISH', channel, cjson.encode({deviceId = deviceId, playbackId = id, state = moved[2]}))
     end
     return moved

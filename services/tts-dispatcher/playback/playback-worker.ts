@@ -28,8 +28,6 @@ export interface PlaybackWorkerOptions {
   offlineRecheckMs: number;
   /** How long a repeat may wait for the Lamp. */
   repeatWaitMs: number;
-  /** How long an answer or notice waits for an earlier-routed result of its device to be sent first. */
-  orderWaitMs: number;
   /** Wakes a job that waits behind the playback just sent. */
   queue: Pick<PlaybackQueue, "wake">;
   lockDurationMs: number;
@@ -109,7 +107,6 @@ export class PlaybackWorker {
         deadGateway: presence && !presence.alive ? presence.gatewayId : "",
         offlineRecheckMs: this.options.offlineRecheckMs,
         repeatWaitMs: this.options.repeatWaitMs,
-        orderWaitMs: this.options.orderWaitMs,
       },
       Date.now(),
     );

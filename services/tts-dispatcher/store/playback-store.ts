@@ -59,8 +59,6 @@ export type StepOperation =
       offlineRecheckMs: number;
       /** How long after its request a repeat may wait for the Lamp before it ends `failed` / `lamp_offline`. */
       repeatWaitMs: number;
-      /** How long an answer or notice waits for an earlier-routed result of the device to be sent first. */
-      orderWaitMs: number;
     }
   | { op: "ack-timeout" }
   | { op: "abandon" }
@@ -133,9 +131,14 @@ const playbackStep = LuaScript.fromFile(
  * every change is one Lua step on the device's hash slot.
  */
 export class PlaybackStore {
+  /**
+   * `orderWaitMs`: how long an answer or notice waits for an earlier-routed result of the device that has no outbox
+   * entry yet, and how often one waiting behind a queued or sent playback looks again.
+   */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
+    private readonly orderWaitMs: number,
   ) {}
 
   async createOutboxEntry(entry: NewOutboxEntry, now: number): Promise<OutboxCreation> {
@@ -191,14 +194,14 @@ export class PlaybackStore {
   ): Promise<StepResult> {
     const args =
       operation.op === "claim"
-        ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs, operation.orderWaitMs]
+        ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs]
         : operation.op === "ack"
           ? [operation.ack, playbackAcksChannel(this.keys), deviceId]
           : [""];
     return playbackStep.run(
       this.redis,
       [this.device(deviceId).base],
-      [operation.op, playbackId, now, ...args],
+      [operation.op, playbackId, now, this.orderWaitMs, ...args],
     );
   }
 
