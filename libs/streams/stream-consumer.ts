@@ -11,6 +11,7 @@ import { sleep } from "../timing/sleep.js";
 import { errorMessage } from "../errors/error-message.js";
 import { isRedisUnavailableError } from "../redis/redis-errors.js";
 import { capDeadLetters, trimConsumedEntries } from "./stream-trim.js";
+import { consumerGroupsOf } from "./group-info.js";
 
 export interface StreamEntry<T> {
   id: string;
@@ -104,8 +105,8 @@ export class StreamConsumer<S extends z.ZodType> {
 
   async groupExists(): Promise<boolean> {
     try {
-      const groups = (await this.options.connections.command.xinfo("GROUPS", this.streamKey)) as unknown[][];
-      return groups.some((fields) => fields[1] === this.options.group);
+      const groups = await consumerGroupsOf(this.options.connections.command, this.streamKey);
+      return groups.some((info) => info.name === this.options.group);
     } catch {
       return false;
     }

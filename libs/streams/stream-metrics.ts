@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { RedisClient } from "../redis/redis-client.js";
+import { consumerGroupsOf } from "./group-info.js";
 
 interface WatchedGroup {
   redis: RedisClient;
@@ -125,12 +126,10 @@ async function setSums(
 
 async function groupInfo(group: WatchedGroup): Promise<{ lag: number; pending: number }> {
   try {
-    const groups = (await group.redis.xinfo("GROUPS", group.streamKey)) as unknown[][];
-    for (const fields of groups) {
-      const info = toRecord(fields);
-      if (info.name === group.group)
-        return { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };
-    }
+    const info = (await consumerGroupsOf(group.redis, group.streamKey)).find(
+      ({ name }) => name === group.group,
+    );
+    if (info) return { lag: info.lag ?? 0, pending: info.pending };
   } catch {
     // A missing stream has no lag; scrape must never fail because of it.
   }
@@ -143,11 +142,4 @@ async function safeLength(redis: RedisClient, key: string): Promise<number> {
   } catch {
     return 0;
   }
-}
-
-function toRecord(fields: unknown[]): Record<string, unknown> {
-  const record: Record<string, unknown> = {};
-  for (let index = 0; index + 1 < fields.length; index += 2)
-    record[String(fields[index])] = fields[index + 1];
-  return record;
 }

@@ -26,6 +26,7 @@ import {
   type DeploymentDoc,
   type KubeDoc,
 } from "./rendered-manifests.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 const SERVICE_OF = new Map(consumerGroups(KEY_PREFIX, "m").map((group) => [group.service, true]));
 
@@ -300,8 +301,8 @@ describe("the dev overlay started as local processes", () => {
     for (const object of ofKind(docs, scaledObjectSchema, "ScaledObject"))
       for (const trigger of object.spec.triggers) {
         if (trigger.type === "redis-streams") {
-          const groups = (await client.xinfo("GROUPS", trigger.metadata.stream ?? "")) as unknown[][];
-          const names = groups.map((fields) => fields[fields.indexOf("name") + 1]);
+          const groups = await consumerGroupsOf(client, trigger.metadata.stream ?? "");
+          const names = groups.map(({ name }) => name);
           expect(names, `${trigger.metadata.stream}`).toContain(trigger.metadata.consumerGroup);
         } else {
           // The BullMQ wait list: the queue's keys live under the same prefix (the list itself is empty when idle).

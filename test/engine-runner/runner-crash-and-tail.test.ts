@@ -20,6 +20,7 @@ import {
 } from "./engine-records.js";
 import { restartRunner, useRunnerSuite } from "./runner-process.js";
 import { sampleValue } from "../helpers/metrics-text.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 // Real engine processes boot through tsx; on a loaded machine that takes seconds each.
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 150_000 });
@@ -173,9 +174,8 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     const ours = (await s.t.redis.xrevrange(stream, "+", "-", "COUNT", 2)).map(([id]) => id);
     // Read by the group (XPENDING alone is also empty before the runner has read them) and acked.
     const handledOurs = async () => {
-      const groups = (await s.t.redis.xinfo("GROUPS", stream)) as unknown[][];
-      const group = groups.find((fields) => fields[1] === GROUP) ?? [];
-      const delivered = group[group.indexOf("last-delivered-id") + 1];
+      const group = (await consumerGroupsOf(s.t.redis, stream)).find(({ name }) => name === GROUP);
+      const delivered = group?.["last-delivered-id"];
       const pending = (await s.t.redis.xpending(stream, GROUP, "-", "+", 1000)) as [string, ...unknown[]][];
       return delivered === ours[0] && pending.every(([id]) => !ours.includes(id));
     };

@@ -14,6 +14,7 @@ import { harnessGatewayService } from "../../services/harness-gateway/definition
 import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { resultProducerService } from "../../services/result-producer/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 /** Signs Harness tokens (aud `harness`); the OS secret differs, as in every deployment. */
 export const HARNESS_SECRET = "harness-test-secret-0123456789abcdef";
@@ -321,14 +322,9 @@ export async function evidenceSettled(t: TestRedis): Promise<void> {
   const stream = t.keys.stream(STREAMS.harnessEvidence.name);
   const settled = await waitFor(
     async () => {
-      const groups = (await t.redis.xinfo("GROUPS", stream)) as unknown[][];
       const { group: producerGroup } = STREAM_CATALOG.harnessEvidence.consumers.resultProducer;
-      const group = groups.find((fields) => fields[1] === producerGroup);
-      if (!group) return false;
-      const info = Object.fromEntries(
-        Array.from({ length: group.length / 2 }, (_, i) => [group[2 * i], group[2 * i + 1]]),
-      ) as Record<string, unknown>;
-      return Number(info.pending) === 0 && Number(info.lag ?? 0) === 0;
+      const info = (await consumerGroupsOf(t.redis, stream)).find(({ name }) => name === producerGroup);
+      return info !== undefined && info.pending === 0 && (info.lag ?? 0) === 0;
     },
     (done) => done,
   );

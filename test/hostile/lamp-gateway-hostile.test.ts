@@ -10,6 +10,7 @@ import { hostileFrame, type Json, type WireFrame } from "./hostile-values.js";
 import { snapshotChanges, snapshotKeys, type KeySnapshot } from "./key-snapshot.js";
 import { disclosed, LampWorld, voiceRequest } from "./lamp-world.js";
 import { frameBytes, MAX_FRAME_BYTES, ProbedSocket, type Exchange } from "./probed-socket.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 const DEVICE = "lamp-hostile";
 const CASES = casesFor(400);
@@ -158,8 +159,8 @@ describe("hostile input at the device-gateway Lamp WebSocket", () => {
 
       // Acks naming the other device's playback were applied (if at all) under the sender's own identity only.
       const drained = await waitFor(
-        async () => (await world.t.redis.xinfo("GROUPS", lampEvents)) as unknown[][],
-        (groups) => groups.every((group) => Number(group[group.indexOf("pending") + 1]) === 0),
+        () => consumerGroupsOf(world.t.redis, lampEvents),
+        (groups) => groups.every((group) => group.pending === 0),
       );
       expect(drained.length).toBeGreaterThan(0);
       const otherAfter = await snapshotKeys(

@@ -22,6 +22,7 @@ import { casesFor, SurfaceTally, timeoutFor } from "./hostile-budget.js";
 import { applyChanges, hostileFieldName, hostileValue, type Json } from "./hostile-values.js";
 import { voiceRequest } from "./lamp-world.js";
 import { UNLIMITED_RUNS } from "../os/os-fixture.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 const MACHINE = "machine-hostile";
 const AGENT = "agent-transcript";
@@ -196,12 +197,8 @@ function entries(stream: string): fc.Arbitrary<Injected> {
 }
 
 async function groupsSettled(streamKey: string): Promise<boolean> {
-  const groups = (await t.redis.xinfo("GROUPS", streamKey)) as unknown[][];
-  const field = (group: unknown[], name: string) => group[group.indexOf(name) + 1];
-  return (
-    groups.length > 0 &&
-    groups.every((group) => Number(field(group, "pending")) === 0 && Number(field(group, "lag") ?? 0) === 0)
-  );
+  const groups = await consumerGroupsOf(t.redis, streamKey);
+  return groups.length > 0 && groups.every((group) => group.pending === 0 && (group.lag ?? 0) === 0);
 }
 
 async function deadLetters(stream: string): Promise<Map<string, string>> {

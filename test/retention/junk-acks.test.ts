@@ -10,6 +10,7 @@ import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.j
 import { entriesAdded } from "../helpers/stream-progress.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { ttsTestEnv } from "../tts/tts-service.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 /**
  * Issue 16 item 2: junk traffic does not grow Redis. 10,000 `playback.ack` frames for playback ids nobody issued go
@@ -49,16 +50,8 @@ async function usedMemory(): Promise<number> {
 
 /** Consumed by the dispatcher's ack group: nothing pending, nothing undelivered. */
 async function acksConsumed(): Promise<boolean> {
-  const groups = (await t.redis.xinfo(
-    "GROUPS",
-    t.keys.stream(STREAM_CATALOG.lampEvents.name),
-  )) as unknown[][];
-  return groups.every((fields) => {
-    const info = Object.fromEntries(
-      Array.from({ length: fields.length / 2 }, (_, i) => [fields[i * 2], fields[i * 2 + 1]]),
-    );
-    return Number(info.pending) === 0 && Number(info.lag) === 0;
-  });
+  const groups = await consumerGroupsOf(t.redis, t.keys.stream(STREAM_CATALOG.lampEvents.name));
+  return groups.every((info) => info.pending === 0 && info.lag === 0);
 }
 
 describe("10,000 playback.ack frames for unknown playback ids", () => {

@@ -7,6 +7,7 @@ import type { RunDeadlines } from "./campaign-plan.js";
 import type { ChaosLamp } from "./chaos-lamp.js";
 import { streamPartitions } from "../../libs/streams/stream-partitions.js";
 import { scanKeys } from "../../test/helpers/scan-keys.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 export interface DrainOutcome {
   drainedMs: number;
@@ -65,8 +66,7 @@ async function activity(
       const key = keys.stream(stream.name, partition);
       lengths.push(await redis.xlen(key));
       if ((await redis.exists(key)) === 0) continue;
-      const groups = (await redis.xinfo("GROUPS", key)) as unknown[][];
-      for (const group of groups) pending += Number(group[group.indexOf("pending") + 1] ?? 0);
+      for (const group of await consumerGroupsOf(redis, key)) pending += group.pending;
     }
   const activePlaybacks = await countActivePlaybacks(redis, keys);
   let runsBeforeDeadline = 0;

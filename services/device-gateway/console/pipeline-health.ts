@@ -1,7 +1,7 @@
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
-import { z } from "zod";
 import { STREAM_CATALOG } from "../../../libs/contract/catalog.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { consumerGroupsOf } from "../../../libs/streams/group-info.js";
 import { newestDeadLetters, type DeadLetter } from "../../../libs/streams/dead-letters.js";
 
 /** The pipeline streams read by consumer groups: the ones with lag to watch and dead letters to redrive. */
@@ -21,26 +21,6 @@ export interface GroupHealth {
   lastDeliveredId: string;
 }
 
-const groupInfoSchema = z
-  .array(z.union([z.string(), z.number(), z.null()]))
-  .transform((flat) => Object.fromEntries(pairs(flat)))
-  .pipe(
-    z.object({
-      name: z.string(),
-      consumers: z.number(),
-      pending: z.number(),
-      "last-delivered-id": z.string(),
-      lag: z.number().nullable().optional(),
-    }),
-  );
-
-function pairs(flat: (string | number | null)[]): [string, string | number | null][] {
-  const result: [string, string | number | null][] = [];
-  for (let index = 0; index + 1 < flat.length; index += 2)
-    result.push([String(flat[index]), flat[index + 1] ?? null]);
-  return result;
-}
-
 /** Every partition's key of a group-read stream (partition 0 alone when it is not partitioned). */
 function partitionKeys(keys: Keyspace, stream: string): string[] {
   const spec = Object.values(STREAM_CATALOG).find((entry) => "name" in entry && entry.name === stream);
@@ -58,7 +38,7 @@ async function partitionGroups(
 ): Promise<{ length: number; groups: GroupHealth[] }> {
   const length = await redis.xlen(key);
   if (length === 0 && (await redis.exists(key)) === 0) return { length, groups: [] };
-  const infos = z.array(groupInfoSchema).parse(await redis.xinfo("GROUPS", key));
+  const infos = await consumerGroupsOf(redis, key);
   return {
     length,
     groups: infos.map((info) => ({

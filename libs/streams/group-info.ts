@@ -1,0 +1,30 @@
+import { z } from "zod";
+import type { RedisClient } from "../redis/redis-client.js";
+
+const replyValue = z.union([z.string(), z.number(), z.null()]);
+
+/** One group of an XINFO GROUPS reply: a flat [field, value, …] list turned into its named fields. */
+const consumerGroupSchema = z
+  .array(replyValue)
+  .transform((flat) => {
+    const fields: Record<string, string | number | null> = {};
+    for (let index = 0; index + 1 < flat.length; index += 2)
+      fields[String(flat[index])] = flat[index + 1] ?? null;
+    return fields;
+  })
+  .pipe(
+    z.object({
+      name: z.string(),
+      consumers: z.number(),
+      pending: z.number(),
+      "last-delivered-id": z.string(),
+      /** Entries not yet delivered to the group (Redis 7); null once a trim passed entries it never read. */
+      lag: z.number().nullable().optional(),
+    }),
+  );
+export type ConsumerGroupInfo = z.infer<typeof consumerGroupSchema>;
+
+/** XINFO GROUPS of a stream, parsed. Redis answers an error for a stream that does not exist. */
+export async function consumerGroupsOf(redis: RedisClient, streamKey: string): Promise<ConsumerGroupInfo[]> {
+  return z.array(consumerGroupSchema).parse(await redis.xinfo("GROUPS", streamKey));
+}
