@@ -5,6 +5,7 @@ import { MAX_PROMPT_BYTES } from "../../libs/contract/harness-wire.js";
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { lampErrorResultSchema } from "../../libs/contract/lamp-wire.js";
 import { waitFor } from "../helpers/test-redis.js";
+import { lastAppended } from "../helpers/stream-progress.js";
 import { casesFor, SurfaceTally, timeoutFor } from "./hostile-budget.js";
 import { hostileFrame, type Json, type WireFrame } from "./hostile-values.js";
 import { snapshotChanges, snapshotKeys, type KeySnapshot } from "./key-snapshot.js";
@@ -22,13 +23,6 @@ const DEVICE_INDEXES = /:\{part:\d+\}:devices$|:retention-due$/;
 const CONNECTION_EVENTS = /:stream:\{os\.lamp_events:\d+\}$/;
 
 let world: LampWorld;
-
-/** The id of the last entry ever appended to a stream (a trim does not move it). */
-async function lastAppended(streamKey: string): Promise<string | undefined> {
-  if ((await world.t.redis.exists(streamKey)) === 0) return undefined;
-  const info = (await world.t.redis.xinfo("STREAM", streamKey)) as unknown[];
-  return String(info[info.indexOf("last-generated-id") + 1]);
-}
 
 beforeAll(async () => {
   world = await LampWorld.start("hostile-lamp");
@@ -141,12 +135,12 @@ describe("hostile input at the device-gateway Lamp WebSocket", () => {
           if (!replayOf && !outcome.startsWith("rejected") && !outcome.startsWith("closed"))
             sent.push({ frame, answer: exchange.answers[0] });
           if (exchange.closed !== undefined) {
-            const appended = await lastAppended(lampEvents);
+            const appended = await lastAppended(world.t.redis, lampEvents);
             lamp = await connect();
             // The gateway registers a socket while it already answers frames: the next snapshot waits for its
             // `lamp.connected`, the one entry a connection appends.
             await waitFor(
-              () => lastAppended(lampEvents),
+              () => lastAppended(world.t.redis, lampEvents),
               (id) => id !== appended,
             );
           }
