@@ -38,7 +38,8 @@ export interface LamplineModeRun {
   memoryByKind: MemoryKind[];
 }
 
-const DRAIN_MS = 20_000;
+/** How long after a window its groups may still be spoken before they count as lost. */
+export const DRAIN_MS = 20_000;
 
 /** The name a mode's rows carry: `lampline split`, or `lampline split +1000000 retained`. */
 export function systemName(run: Pick<LamplineModeRun, "mode" | "retained">): string {

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { format, resolveConfig } from "prettier";
 import { projectRoot } from "../../test/helpers/child-process.js";
+import { DRAIN_MS } from "./lampline-run.js";
 import { latencyChart, type ChartSeries } from "./latency-chart.js";
 import { memoryKindLines, processTable, summaryLines, table, type E2eReport } from "./report.js";
 
@@ -41,6 +42,8 @@ export async function writePerformanceDoc(report: E2eReport, command: string): P
     "  input per turn, and every 4th result is a steered group of 2 or 3 inputs answered by one turn (when a",
     "  steered agent is idle). Rate limits are raised via env. Loads are open loop; the first fifth of each window",
     "  is warm-up; after a window the bench waits until no answer was spoken for 3 s.",
+    `- lost: groups of the window not spoken within ${DRAIN_MS / 1000} s of its end: an overload backlog the system`,
+    "  goes on working through before the next load starts, not counted as sustained.",
     "- request→playback: the group's first `voice.request` sent → its `playback.start` received by the Lamp.",
     "  completion→playback: the engine printed its `result` frame (engine-sim writes `Date.now()` into the answer",
     "  text) → `playback.start` received; an upper bound of the engine-completion-record → playback latency.",
