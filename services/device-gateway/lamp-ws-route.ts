@@ -1,21 +1,17 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Gauge } from "prom-client";
-import type { WebSocket } from "ws";
 import type { Principal } from "../../libs/auth/tokens.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { keepSocketAlive, type KeepaliveSettings } from "../../libs/http/socket-keepalive.js";
 import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import { markDeviceActive } from "../../libs/os-store/device-activity.js";
-import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { LampConnections } from "./lamp-connections.js";
+import { registerLamp } from "./lamp-registration.js";
 import type { LampFrames } from "./lamp-frames.js";
 import type { LampAuthenticator } from "./principal.js";
 import type { RunUpdateFeed } from "./run-update-feed.js";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { z } from "zod";
 import { BEARER, errorResponses } from "../../libs/http/api-docs.js";
 
@@ -102,28 +98,17 @@ export function registerLampRoute(
         updates.detach(deviceId, socket);
         void connections.remove(deviceId, socket);
       });
-      void connected(deviceId, socket, authenticated.issuedAt);
+      void registerLamp({
+        redis,
+        keys,
+        partitions: options.partitions,
+        connections,
+        instanceId: options.instanceId,
+        log,
+        deviceId,
+        socket,
+        issuedAt: authenticated.issuedAt,
+      });
     },
   );
-
-  /**
-   * Presence first (a waiting playback is then sent to this instance, and the device counts as active), then the
-   * device is un-revoked (its token is newer than any revocation) and marked active for the routers, then the
-   * wake-up for waiting playbacks.
-   */
-  async function connected(deviceId: string, socket: WebSocket, issuedAt: number): Promise<void> {
-    try {
-      await connections.add(deviceId, socket, issuedAt);
-      await redis.del(new OsDeviceKeys(keys, deviceId).sessionRevoked);
-      await markDeviceActive(redis, keys, options.partitions, deviceId);
-      await appendToStream(redis, keys, LAMP_STREAMS.lampEvents, {
-        kind: "lamp.connected",
-        deviceId,
-        gatewayId: options.instanceId,
-        at: Date.now(),
-      });
-    } catch (error) {
-      log.warn({ deviceId, err: errorMessage(error) }, "lamp connection not fully registered");
-    }
-  }
 }

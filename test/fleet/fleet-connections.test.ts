@@ -46,7 +46,8 @@ async function start(
     REDIS_URL: `redis://127.0.0.1:${server.port}`,
     KEY_PREFIX: keys.prefix,
     PORT: String(port),
-    LOG_LEVEL: "silent",
+    // Warnings kept, so a failed wait can say what the services saw.
+    LOG_LEVEL: "warn",
     AUTH_JWT_SECRET: JWT_SECRET,
     HARNESS_JWT_SECRET: HARNESS_SECRET,
     HARNESS_URL: peer.url,
@@ -83,6 +84,23 @@ const activeDevices = async () =>
     .sort();
 const openSessions = (deviceIds: string[]) => deviceIds.filter((deviceId) => peer.connected(deviceId)).length;
 const deviceIdOf = (n: number) => `fleet-lamp-${n}`;
+
+/** Every device's Harness session open; otherwise fails naming the devices without one and the services' warnings. */
+async function everySessionOpen(deviceIds: string[]): Promise<void> {
+  const open = await settle(
+    () => openSessions(deviceIds),
+    (count) => count === deviceIds.length,
+  );
+  if (open === deviceIds.length) return;
+  const missing = deviceIds.filter((deviceId) => !peer.connected(deviceId));
+  const active = new Set(await activeDevices());
+  const warnings = processes.map((child) => `${child.entry}:\n${child.log.slice(-4000)}`).join("\n");
+  throw new Error(
+    `${open}/${deviceIds.length} sessions open; without one: ${missing
+      .map((deviceId) => `${deviceId} (${active.has(deviceId) ? "active" : "not active"})`)
+      .join(", ")}\n${warnings}`,
+  );
+}
 
 /** A voice.request answered with its receipt (the router sent it); returns the idempotency key. */
 async function ask(lamp: SimulatedLamp): Promise<string> {
@@ -128,12 +146,7 @@ describe("a fleet of Lamps on one stack", { timeout: 180_000 }, () => {
       deviceId: deviceIdOf,
       token: (deviceId) => osToken(deviceId),
     });
-    expect(
-      await settle(
-        () => openSessions(deviceIds),
-        (open) => open === LAMPS,
-      ),
-    ).toBe(LAMPS);
+    await everySessionOpen(deviceIds);
     const connected = await lamplineClients(redis);
     expect(total(connected)).toBe(total(idle));
 
@@ -144,12 +157,7 @@ describe("a fleet of Lamps on one stack", { timeout: 180_000 }, () => {
     expect(await settle(leaseHolders, (holders) => holders.every((holder) => holder === "router-1"))).toEqual(
       Array.from({ length: PARTITIONS }, () => "router-1"),
     );
-    expect(
-      await settle(
-        () => openSessions(deviceIds),
-        (open) => open === LAMPS,
-      ),
-    ).toBe(LAMPS);
+    await everySessionOpen(deviceIds);
     const survivor = await settle(
       () => lamplineClients(redis),
       (clients) => clients.get("router/wakeups") === 1,

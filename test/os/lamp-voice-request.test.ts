@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { OsDeviceKeys, OsPartitionKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
@@ -152,6 +152,30 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       receipt: { state: "queued" },
     });
     expect(peer.framesOf(DEVICE, "turn.send")).toHaveLength(1);
+  });
+
+  it("a Lamp whose registration failed (its active-set write refused) is registered once Redis answers again", async () => {
+    const activeSet = OsPartitionKeys.ofDevice(t.keys, DEVICE, t.keys.partitions).devices;
+    await t.redis.set(activeSet, "damaged");
+    const lamp = await connectLamp(await osToken(DEVICE));
+    const presence = await waitFor(
+      () => t.redis.get(t.keys.lampPresence(DEVICE)),
+      (holder) => holder === GATEWAY,
+    );
+    expect(presence).toBe(GATEWAY);
+    expect(peer.connected(DEVICE)).toBe(false);
+
+    await t.redis.del(activeSet);
+    await peer.untilConnected(DEVICE);
+    expect(await t.redis.smembers(activeSet)).toEqual([DEVICE]);
+    const connected = await waitFor(
+      () => t.redis.xrange(t.keys.stream(LAMP_STREAMS.lampEvents.name), "-", "+"),
+      (entries) => entries.length > 0,
+    );
+    expect(connected.map(([, fields]) => JSON.parse(fields[1] ?? "{}"))).toMatchObject([
+      { kind: "lamp.connected", deviceId: DEVICE, gatewayId: GATEWAY },
+    ]);
+    expect(lamp.socket.readyState).toBe(WebSocket.OPEN);
   });
 
   it("a minted idempotency key that is already taken answers IDEMPOTENCY_KEY_IN_USE, registers nothing; the retry succeeds", async () => {
