@@ -2,11 +2,15 @@ import { execFileSync } from "node:child_process";
 import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { resolve } from "node:path";
 import { Redis } from "ioredis";
+import { z } from "zod";
+import { LuaScript } from "../../libs/redis/lua-script.js";
 import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { E2EStack, MACHINE, SERVICE_NAMES } from "../e2e/stack.js";
 import type { TestLamp } from "../e2e/test-lamp.js";
 import { DeviceProbe } from "../e2e/acceptance/acceptance-kit.js";
+import { projectRoot } from "../helpers/child-process.js";
 
 /**
  * Redis work and CPU per engine result through the whole stack (issue 16, "work per result"): every service its own
@@ -42,6 +46,8 @@ export interface WorkPerResult {
   roundTrips: number;
   /** With `monitor`: commands sent by clients (a pipeline counts each, a script is one), by process. */
   clientCommandsByProcess?: Record<string, number>;
+  /** With `monitor`: the client commands most sent per result, as `<process> <command>` (where to cut next). */
+  topClientCommands?: Record<string, number>;
   clientCommands?: number;
   /** CPU ms per result by process (a service with its children, e.g. engine-runner with its engines; redis). */
   cpuMsByProcess: Record<string, number>;
@@ -130,14 +136,21 @@ export async function measureWorkPerResult(options: WorkPerResultOptions): Promi
       inputs: options.singleLamps * options.questionsPerLamp + 2 * options.steeredLamps,
     });
     if (!monitor) return work;
-    const byProcess = monitor.stop();
-    const clientCommandsByProcess = Object.fromEntries(
-      [...byProcess.entries()]
-        .sort(([, a], [, b]) => b - a)
-        .map(([name, count]) => [name, round(count / results)]),
-    );
+    const { byProcess, byProcessAndCommand } = monitor.stop();
+    const perResultOf = (counts: Map<string, number>, top = counts.size) =>
+      Object.fromEntries(
+        [...counts.entries()]
+          .sort(([, a], [, b]) => b - a)
+          .slice(0, top)
+          .map(([name, count]) => [name, round(count / results)]),
+      );
     const clientCommands = round([...byProcess.values()].reduce((sum, count) => sum + count, 0) / results);
-    return { ...work, clientCommandsByProcess, clientCommands };
+    return {
+      ...work,
+      clientCommandsByProcess: perResultOf(byProcess),
+      topClientCommands: perResultOf(byProcessAndCommand, 30),
+      clientCommands,
+    };
   } finally {
     probe.disconnect();
     await stack?.stop();
@@ -232,8 +245,11 @@ async function sample(redis: Redis, stack: E2EStack, server: RedisServerProcess)
  * reach its command queue as replies to nothing ("Command queue state error").
  */
 class ClientCommandCounter {
-  private readonly counts = new Map<string, number>();
+  private readonly byProcess = new Map<string, number>();
+  private readonly byProcessAndCommand = new Map<string, number>();
   private pending = "";
+
+  private readonly scripts = scriptNamesBySha();
 
   private constructor(
     private readonly socket: Socket,
@@ -257,17 +273,36 @@ class ClientCommandCounter {
     const lines = (this.pending + chunk).split("\r\n");
     this.pending = lines.pop() ?? "";
     for (const line of lines) {
-      const match = /^\+\S+ \[\d+ \S+?:(\d+)\] "([^"]*)"/.exec(line);
+      const match = /^\+\S+ \[\d+ \S+?:(\d+)\] "([^"]*)"(?: "([^"]*)")?/.exec(line);
       const owner = match?.[1] === undefined ? undefined : this.owners.get(match[1]);
-      if (owner !== undefined && match?.[2]?.toLowerCase() !== "info")
-        this.counts.set(owner, (this.counts.get(owner) ?? 0) + 1);
+      const command = match?.[2]?.toLowerCase();
+      if (owner === undefined || command === undefined || command === "info") continue;
+      count(this.byProcess, owner);
+      const script = command === "evalsha" ? ` ${this.scripts.get(match?.[3] ?? "") ?? "?"}` : "";
+      count(this.byProcessAndCommand, `${owner} ${command}${script}`);
     }
   }
 
-  stop(): Map<string, number> {
+  stop(): { byProcess: Map<string, number>; byProcessAndCommand: Map<string, number> } {
     this.socket.destroy();
-    return this.counts;
+    return { byProcess: this.byProcess, byProcessAndCommand: this.byProcessAndCommand };
   }
+}
+
+/** The project's Lua scripts by SHA-1, so an EVALSHA is counted under the script's name. */
+function scriptNamesBySha(): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const root of ["libs", "services"])
+    for (const file of readdirSync(resolve(projectRoot, root), { recursive: true, encoding: "utf8" }))
+      if (/(^|\/)lua\/[a-z][a-z0-9-]*-\d+\.lua$/.test(file)) {
+        const script = LuaScript.fromFile(resolve(projectRoot, root, file), z.unknown());
+        names.set(script.sha, script.name);
+      }
+  return names;
+}
+
+function count(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
 }
 
 /** Local port of each service connection to Redis → the service (its process or a child of it). */
