@@ -77,3 +77,32 @@ export function runUpdateFrame(updateId: number, record: RunUpdateRecord): RunUp
 
 /** How many updates each device's log keeps (approximately: the log is trimmed with `MAXLEN ~`). */
 export const RUN_UPDATES_KEPT = 500;
+
+/**
+ * The pub/sub notice of one append, on the channel named like the log: the update itself, so a gateway whose socket
+ * is right behind it sends it without reading the log (a socket further behind reads the log from its cursor).
+ */
+export const runUpdateNoticeSchema = z.strictObject({
+  deviceId: nonEmpty,
+  updateId: z.number().int().positive(),
+  update: runUpdateRecordSchema,
+});
+export type RunUpdateNotice = z.infer<typeof runUpdateNoticeSchema>;
+
+/**
+ * The device a notice is about, with the update when it parses. A notice that is only a device id (what a publisher
+ * from before the update was carried in it sends, during a rolling upgrade) or does not parse still names the
+ * device, whose sockets then read the log.
+ */
+export function readRunUpdateNotice(message: string): { deviceId: string; notice?: RunUpdateNotice } {
+  let json: unknown;
+  try {
+    json = JSON.parse(message);
+  } catch {
+    return { deviceId: message };
+  }
+  const notice = runUpdateNoticeSchema.safeParse(json);
+  if (notice.success) return { deviceId: notice.data.deviceId, notice: notice.data };
+  const deviceId = z.looseObject({ deviceId: nonEmpty }).safeParse(json);
+  return { deviceId: deviceId.success ? deviceId.data.deviceId : message };
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { RUN_UPDATES_KEPT, runUpdateRecordSchema } from "../contract/run-update.js";
+import { readRunUpdateNotice, RUN_UPDATES_KEPT, runUpdateRecordSchema } from "../contract/run-update.js";
 import { LuaScript } from "../redis/lua-script.js";
 import { parseEntryPayload } from "../streams/stream-entry.js";
 import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
@@ -39,14 +39,15 @@ async function updates() {
 describe("emit_run_update: the device's ordered run.update log", () => {
   it("writes what the run hash says, parseable by the record schema, with ids 0-1, 0-2, … and a pub/sub notice", async () => {
     const subscriber = t.redis.duplicate();
-    const notices: string[] = [];
-    subscriber.on("pmessage", (_pattern: string, _channel: string, deviceId: string) =>
-      notices.push(deviceId),
+    const notices: ReturnType<typeof readRunUpdateNotice>[] = [];
+    subscriber.on("pmessage", (_pattern: string, _channel: string, message: string) =>
+      notices.push(readRunUpdateNotice(message)),
     );
     await subscriber.psubscribe(runUpdatesChannelPattern(t.keys));
     await emit.run(t.redis, [device.base], ["run-1", "unknown", "", 1_000]);
     await emit.run(t.redis, [device.base], ["run-1", "playback", "ack_timeout", 2_000]);
-    expect(await updates()).toEqual([
+    const stored = await updates();
+    expect(stored).toEqual([
       {
         id: "0-1",
         runId: "run-1",
@@ -64,7 +65,13 @@ describe("emit_run_update: the device's ordered run.update log", () => {
       () => Promise.resolve(notices.length),
       (count) => count === 2,
     );
-    expect(notices).toEqual([DEVICE, DEVICE]);
+    // Each notice carries the update exactly as the log holds it.
+    expect(notices).toEqual(
+      stored.map(({ id, ...update }) => ({
+        deviceId: DEVICE,
+        notice: { deviceId: DEVICE, updateId: Number(id.slice(2)), update },
+      })),
+    );
     subscriber.disconnect();
   });
 

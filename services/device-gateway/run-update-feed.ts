@@ -1,7 +1,13 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Counter } from "prom-client";
 import type { WebSocket } from "ws";
-import { runUpdateFrame, runUpdateRecordSchema } from "../../libs/contract/run-update.js";
+import {
+  readRunUpdateNotice,
+  runUpdateFrame,
+  runUpdateRecordSchema,
+  type RunUpdateNotice,
+  type RunUpdateRecord,
+} from "../../libs/contract/run-update.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, runUpdatesChannelPattern } from "../../libs/os-store/os-keys.js";
@@ -54,6 +60,18 @@ class SocketFeed {
     });
   }
 
+  /**
+   * An update a notice carried: sent as it is when it is the next one the socket needs, skipped when the socket is
+   * already past it, and read from the log (with whatever else it missed) when notices were lost in between.
+   */
+  offer(updateId: number, update: RunUpdateRecord): void {
+    this.enqueue(async () => {
+      if (updateId <= this.cursor || this.socket.readyState !== this.socket.OPEN) return;
+      if (updateId > this.cursor + 1) return this.sendAfterCursor();
+      this.send(updateId, update);
+    });
+  }
+
   /** Answers `run.updates_since`, then replays from `after` and continues live. */
   resume(requestId: string, after: number): void {
     this.enqueue(async () => {
@@ -93,19 +111,22 @@ class SocketFeed {
       for (const [id, fields] of entries) {
         const updateId = updateIdOf(id);
         const record = parseEntryPayload(runUpdateRecordSchema, fields);
-        if (record.ok) {
-          this.write(runUpdateFrame(updateId, record.value));
-          this.options.sent.inc();
-        } else {
+        if (record.ok) this.send(updateId, record.value);
+        else
           this.options.log.error(
             { deviceId: this.device.deviceId, id, err: record.error },
             "malformed run update",
           );
-        }
         this.cursor = updateId;
       }
       if (entries.length < PAGE) return;
     }
+  }
+
+  private send(updateId: number, update: RunUpdateRecord): void {
+    this.write(runUpdateFrame(updateId, update));
+    this.options.sent.inc();
+    this.cursor = updateId;
   }
 
   private write(frame: Record<string, unknown>): void {
@@ -114,9 +135,9 @@ class SocketFeed {
 }
 
 /**
- * Sends every Lamp socket its own device's run.update log: live from the moment it connects (woken by the pub/sub
- * notice each append publishes, on a reconnect of that subscription, and by a slow safety-net sweep), or from a cursor the Lamp names
- * with `run.updates_since`. A socket only ever reads its own device's log.
+ * Sends every Lamp socket its own device's run.update log: live from the moment it connects (the pub/sub notice each
+ * append publishes carries the update; a reconnect of that subscription and a slow safety-net sweep re-read the
+ * log), or from a cursor the Lamp names with `run.updates_since`. A socket only ever reads its own device's log.
  */
 export class RunUpdateFeed {
   private readonly feeds = new Map<string, Map<WebSocket, SocketFeed>>();
@@ -132,7 +153,11 @@ export class RunUpdateFeed {
    * notice, so one is lost only while this subscriber is disconnected: every socket re-reads when it is back.
    */
   async listen(subscriber: Subscriber): Promise<void> {
-    subscriber.onPatternMessage((_pattern, _channel, deviceId) => this.poke(deviceId));
+    subscriber.onPatternMessage((_pattern, _channel, message) => {
+      const { deviceId, notice } = readRunUpdateNotice(message);
+      if (notice) this.offer(notice);
+      else this.poke(deviceId);
+    });
     subscriber.onResubscribed(() => this.sweep());
     await subscriber.psubscribe(runUpdatesChannelPattern(this.options.keys));
   }
@@ -158,6 +183,10 @@ export class RunUpdateFeed {
     const feed = this.feeds.get(deviceId)?.get(socket);
     feed?.resume(requestId, after);
     return feed !== undefined;
+  }
+
+  private offer({ deviceId, updateId, update }: RunUpdateNotice): void {
+    for (const feed of this.feeds.get(deviceId)?.values() ?? []) feed.offer(updateId, update);
   }
 
   poke(deviceId: string): void {

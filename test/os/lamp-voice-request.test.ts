@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
+import { z } from "zod";
+import { LuaScript } from "../../libs/redis/lua-script.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { OsDeviceKeys, OsPartitionKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
@@ -25,6 +27,11 @@ import {
 import { sleep } from "../../libs/timing/sleep.js";
 
 const DEVICE = "lamp-voice";
+/** The run-update include driven directly (libs/os-store/test-lua): one append and its notice. */
+const emitRunUpdate = LuaScript.fromFile(
+  new URL("../../libs/os-store/test-lua/emit-run-update-1.lua", import.meta.url),
+  z.literal(1),
+);
 const GATEWAY = "gateway-test";
 let t: TestRedis;
 let peer: ScriptedHarnessPeer;
@@ -176,6 +183,35 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       { kind: "lamp.connected", deviceId: DEVICE, gatewayId: GATEWAY },
     ]);
     expect(lamp.socket.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it("run.updates reach the Lamp once each and in order, from the notices, and from the log where a notice was lost", async () => {
+    const lamp = await connectLamp(await osToken(DEVICE));
+    const device = new OsDeviceKeys(t.keys, DEVICE);
+    const requestId = randomUUID();
+    await t.redis.hset(device.run("run-feed"), {
+      runId: "run-feed",
+      deviceId: DEVICE,
+      requestId,
+      state: "pending",
+    });
+    const updates = () => lamp.frames.filter((frame) => frame.type === "run.update");
+    await emitRunUpdate.run(t.redis, [device.base], ["run-feed", "receipt", "", 1_000]);
+    await waitFor(updates, (frames) => frames.length === 1);
+    // An append whose notice never came: only the log has it.
+    const silent = { runId: "run-feed", requestId, state: "pending", change: "cancelled", at: 2_000 };
+    const silentId = await t.redis.incr(device.runUpdateSequence);
+    await t.redis.xadd(device.runUpdates, `0-${silentId}`, "payload", JSON.stringify(silent));
+    await emitRunUpdate.run(t.redis, [device.base], ["run-feed", "unknown", "ENGINE_EXITED", 3_000]);
+    await waitFor(updates, (frames) => frames.length === 3);
+    expect(updates()).toMatchObject([
+      { updateId: 1, change: "receipt", requestId },
+      { updateId: 2, change: "cancelled", requestId },
+      { updateId: 3, change: "unknown", reason: "ENGINE_EXITED", requestId },
+    ]);
+    await emitRunUpdate.run(t.redis, [device.base], ["run-feed", "playback", "ack_timeout", 4_000]);
+    await waitFor(updates, (frames) => frames.length === 4);
+    expect(updates().map((frame) => frame.updateId)).toEqual([1, 2, 3, 4]);
   });
 
   it("a minted idempotency key that is already taken answers IDEMPOTENCY_KEY_IN_USE, registers nothing; the retry succeeds", async () => {

@@ -1,7 +1,8 @@
 -- Appends one run.update to the device's ordered log `<base>:run-updates` (ids `0-<updateId>`, about the newest 500
 -- kept: RUN_UPDATES_KEPT in libs/contract/run-update.ts) and tells the device-gateways on the channel of the same
--- name (message: deviceId). The update is read from the run hash as the calling script left it, so it says what the
--- store says. Call it last in a script: it writes, and a script does not roll back.
+-- name; the message carries the update ({deviceId, updateId, update}: runUpdateNoticeSchema), so a socket right
+-- behind it sends it without reading the log. The update is read from the run hash as the calling script left it, so
+-- it says what the store says. Call it last in a script: it writes, and a script does not roll back.
 -- change: receipt | cancelled | resolved | suppressed | playback | unknown; reason, playbackId: '' or nil = none.
 local function emit_run_update(base, runId, change, reason, playbackId, now)
   local run = redis.call('HMGET', base .. ':run:' .. runId,
@@ -33,6 +34,8 @@ local function emit_run_update(base, runId, change, reason, playbackId, now)
       redis.call('SET', seqKey, seq)
     end
   end
-  redis.call('XADD', log, 'MAXLEN', '~', 500, '0-' .. seq, 'payload', cjson.encode(update))
-  redis.call('PUBLISH', log, run[1])
+  local payload = cjson.encode(update)
+  redis.call('XADD', log, 'MAXLEN', '~', 500, '0-' .. seq, 'payload', payload)
+  redis.call('PUBLISH', log,
+    '{"deviceId":' .. cjson.encode(run[1]) .. ',"updateId":' .. seq .. ',"update":' .. payload .. '}')
 end

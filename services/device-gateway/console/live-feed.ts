@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { ServerResponse } from "node:http";
 import type { FastifyReply } from "fastify";
+import { readRunUpdateNotice } from "../../../libs/contract/run-update.js";
 import { runUpdatesChannelPattern } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import type { Subscriber } from "../../../libs/redis/subscriber.js";
@@ -31,8 +32,8 @@ export class ConsoleLiveFeed {
   }
 
   async listen(): Promise<void> {
-    this.subscriber.onPatternMessage((_pattern, _channel, deviceId) =>
-      this.events.emit("message", "run-update", deviceId),
+    this.subscriber.onPatternMessage((_pattern, _channel, message) =>
+      this.events.emit("message", "run-update", readRunUpdateNotice(message).deviceId),
     );
     await this.subscriber.psubscribe(runUpdatesChannelPattern(this.keys));
   }
