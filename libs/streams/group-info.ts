@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { flatRecord } from "../redis/flat-reply.js";
 import type { RedisClient } from "../redis/redis-client.js";
 
 const replyValue = z.union([z.string(), z.number(), z.null()]);
@@ -6,12 +7,7 @@ const replyValue = z.union([z.string(), z.number(), z.null()]);
 /** One group of an XINFO GROUPS reply: a flat [field, value, …] list turned into its named fields. */
 const consumerGroupSchema = z
   .array(replyValue)
-  .transform((flat) => {
-    const fields: Record<string, string | number | null> = {};
-    for (let index = 0; index + 1 < flat.length; index += 2)
-      fields[String(flat[index])] = flat[index + 1] ?? null;
-    return fields;
-  })
+  .transform(flatRecord)
   .pipe(
     z.object({
       name: z.string(),

@@ -1,6 +1,7 @@
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { flatRecord } from "../../../libs/redis/flat-reply.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
 import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import {
@@ -16,9 +17,17 @@ const openResyncScript = LuaScript.fromFile(
   z.tuple([z.number().int(), z.array(z.string())]),
 );
 
+/** {eventId, body, resultFields} of each event past the cursor (resultFields empty unless a stored result's). */
+const eventsAfterScript = LuaScript.fromFile(
+  new URL("../lua/events-after-1.lua", import.meta.url),
+  z.array(z.tuple([z.string(), z.string(), z.array(z.string()).transform(flatRecord)])),
+);
+
 export interface LoggedEvent {
   eventId: number;
   body: StoredEvent;
+  /** A result event's stored result, read with it (absent when it was trimmed meanwhile). */
+  result?: StoredResult;
 }
 
 /** Read side of a device's event log and results (the result-producer writes them). */
@@ -39,27 +48,29 @@ export class DeviceEventLog {
     return { head: Number(head ?? 0), floor: Number(floor ?? 0) };
   }
 
+  /** Up to `limit` events past `cursor`, each result event with its stored result: one round trip. */
   async after(deviceId: string, cursor: number, limit: number): Promise<LoggedEvent[]> {
-    const device = this.device(deviceId);
-    const ids = await this.redis.zrangebyscore(device.events, `(${cursor}`, "+inf", "LIMIT", 0, limit);
-    if (ids.length === 0) return [];
-    const bodies = await this.redis.hmget(device.eventBodies, ...ids);
-    const events: LoggedEvent[] = [];
-    ids.forEach((id, index) => {
-      const raw = bodies[index];
-      // A body trimmed between the two reads is simply gone, like any trimmed event.
-      if (raw) events.push({ eventId: Number(id), body: storedEventSchema.parse(JSON.parse(raw)) });
+    const logged = await eventsAfterScript.run(this.redis, [this.device(deviceId).base], [cursor, limit]);
+    return logged.map(([eventId, body, resultFields]) => {
+      const result = storedResultOf(resultFields);
+      return {
+        eventId: Number(eventId),
+        body: storedEventSchema.parse(JSON.parse(body)),
+        ...(result ? { result } : {}),
+      };
     });
-    return events;
   }
 
   async result(deviceId: string, resultId: string): Promise<StoredResult | undefined> {
-    const fields = await this.redis.hgetall(this.device(deviceId).result(resultId));
-    return fields.payload ? storedResultSchema.parse(fields) : undefined;
+    return storedResultOf(await this.redis.hgetall(this.device(deviceId).result(resultId)));
   }
 
   async openResync(deviceId: string): Promise<{ head: number; resultIds: string[] }> {
     const [head, resultIds] = await openResyncScript.run(this.redis, [this.device(deviceId).base], []);
     return { head, resultIds };
   }
+}
+
+function storedResultOf(fields: Record<string, string>): StoredResult | undefined {
+  return fields.payload ? storedResultSchema.parse(fields) : undefined;
 }

@@ -14,6 +14,7 @@ import type { GatewayMetrics } from "../metrics.js";
 import type { ReservableRequest, ReservationStore } from "../reservations/reservation-store.js";
 import type { DeviceEventLog, LoggedEvent } from "../store/event-log.js";
 import type { InstanceIdentity } from "../../../libs/harness-store/instance-identity.js";
+import type { StoredResult } from "../../../libs/harness-store/stored-records.js";
 import { errorFrame, parseFrame, type ReplyAddress } from "./request-frame.js";
 import { renderResultEvent, resultFormFor, type ResultForm } from "./result-wire.js";
 import { TokenBucket } from "./token-bucket.js";
@@ -208,7 +209,8 @@ export class HarnessSession {
     let eventId = head;
     for (const resultId of resultIds) {
       eventId += 1;
-      await this.sendResult(resultId, { eventId, serverInstanceId: instance });
+      const stored = await this.deps.eventLog.result(this.deviceId, resultId);
+      this.sendResult(resultId, stored, { eventId, serverInstanceId: instance });
     }
     this.sentCursor = eventId;
   }
@@ -221,24 +223,25 @@ export class HarnessSession {
       const events = await this.deps.eventLog.after(this.deviceId, this.sentCursor, PUMP_BATCH);
       if (events.length === 0) return;
       instance ??= await this.deps.identity.current();
-      for (const event of events) await this.sendEvent(event, instance);
+      for (const event of events) this.sendEvent(event, instance);
       if (events.length < PUMP_BATCH) return;
     }
   }
 
-  private async sendEvent({ eventId, body }: LoggedEvent, serverInstanceId: string): Promise<void> {
+  private sendEvent({ eventId, body, result }: LoggedEvent, serverInstanceId: string): void {
     this.sentCursor = Math.max(this.sentCursor, eventId);
-    if (body.kind === "result") return this.sendResult(body.resultId, { eventId, serverInstanceId });
+    if (body.kind === "result") return this.sendResult(body.resultId, result, { eventId, serverInstanceId });
     const { kind, agentId, machineId, payload } = body;
     this.send({ type: "event", eventId, serverInstanceId, machineId, agentId, kind, payload });
     this.deps.metrics.eventsSent.inc({ kind });
   }
 
-  private async sendResult(
+  /** A stored result in the form this connection takes (nothing when it was trimmed). */
+  private sendResult(
     resultId: string,
+    stored: StoredResult | undefined,
     envelope: { eventId: number; serverInstanceId: string },
-  ): Promise<void> {
-    const stored = await this.deps.eventLog.result(this.deviceId, resultId);
+  ): void {
     if (!stored) return;
     const form = resultFormFor(
       this.capabilities.has(TURN_CORRELATION_V2),
