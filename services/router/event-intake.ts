@@ -155,13 +155,13 @@ export class EventIntake {
   private async handleReceiptUpdate(payload: Record<string, unknown>, move: CursorMove): Promise<void> {
     const parsed = receiptUpdatedPayloadSchema.safeParse(payload);
     if (parsed.success) {
-      const { outcome } = await this.store.bindReceipt(parsed.data.receipt);
+      const { outcome } = await this.store.stageReceiptUpdate(parsed.data.receipt, move);
       if (outcome === "conflict") this.metrics.receiptConflicts.inc({ source: "receipt.updated" });
       if (outcome === "bound") this.hooks.receiptBound();
     } else {
       this.log.warn({ issue: parsed.error.issues[0]?.message }, "receipt.updated payload is invalid");
+      await this.store.stage({ action: "ignore" }, move);
     }
-    await this.store.stage({ action: "ignore" }, move);
     this.metrics.events.inc({ kind: "receipt.updated", verdict: parsed.success ? "applied" : "invalid" });
   }
 

@@ -25,6 +25,11 @@ const bindReceiptScript = LuaScript.fromFile(
   new URL("./lua/bind-receipt-1.lua", import.meta.url),
   z.tuple([bindOutcomeSchema, z.string()]),
 );
+/** bind-receipt then stage-event (`ignore`) for a receipt.updated frame, in one step. */
+const receiptEventScript = LuaScript.fromFile(
+  new URL("./lua/receipt-event-1.lua", import.meta.url),
+  z.tuple([bindOutcomeSchema, z.string()]),
+);
 const stageEventScript = LuaScript.fromFile(
   new URL("./lua/stage-event-1.lua", import.meta.url),
   changedSchema,
@@ -142,18 +147,19 @@ export class RouterStore {
   }
 
   async bindReceipt(receipt: Receipt): Promise<{ outcome: BindOutcome; runId: string }> {
-    const [outcome, runId] = await bindReceiptScript.run(
+    const [outcome, runId] = await bindReceiptScript.run(this.redis, [this.device.base], bindArgs(receipt));
+    return { outcome, runId };
+  }
+
+  /** A receipt.updated frame: its receipt bound, then staged as ignored with the cursor moved, in one round trip. */
+  async stageReceiptUpdate(
+    receipt: Receipt,
+    move: CursorMove,
+  ): Promise<{ outcome: BindOutcome; runId: string }> {
+    const [outcome, runId] = await receiptEventScript.run(
       this.redis,
       [this.device.base],
-      [
-        receipt.idempotencyKey,
-        receipt.agentId,
-        receipt.deliveryId,
-        receipt.serverInstanceId,
-        receipt.state,
-        JSON.stringify(receipt),
-        Date.now(),
-      ],
+      [...bindArgs(receipt), ...this.stageArgs({ action: "ignore" }, move)],
     );
     return { outcome, runId };
   }
@@ -168,7 +174,11 @@ export class RouterStore {
 
   /** Returns whether a rejection was newly recorded (a replayed rejected event is recorded once). */
   async stage(step: StageAction, move: CursorMove | undefined): Promise<boolean> {
-    const args = [
+    return (await stageEventScript.run(this.redis, [this.device.base], this.stageArgs(step, move))) === 1;
+  }
+
+  private stageArgs(step: StageAction, move: CursorMove | undefined): string[] {
+    return [
       this.leaseOwner,
       step.action,
       move?.transportInstanceId ?? "",
@@ -180,6 +190,17 @@ export class RouterStore {
       step.action === "routed" ? step.resultKey : "",
       step.action === "routed" ? String(step.routedAt) : "",
     ];
-    return (await stageEventScript.run(this.redis, [this.device.base], args)) === 1;
   }
+}
+
+function bindArgs(receipt: Receipt): (string | number)[] {
+  return [
+    receipt.idempotencyKey,
+    receipt.agentId,
+    receipt.deliveryId,
+    receipt.serverInstanceId,
+    receipt.state,
+    JSON.stringify(receipt),
+    Date.now(),
+  ];
 }

@@ -1,35 +1,6 @@
--- Records what the router decided about one Harness frame and advances the resume cursor in the same step,
--- fenced by the device lease (a replica that lost the lease must not move the cursor).
+-- Records what the router decided about one Harness frame and moves the resume cursor (stage-event.lua says how).
 -- KEYS[1] = B
 -- ARGV: leaseOwner, action ('routed' | 'reject' | 'wait' | 'ignore' | 'resync'), transportInstanceId,
 --       cursor ('' = leave the cursor), waitingField, waitingJson, rejectionId, rejectionJson, resultKey, routedAt
--- A routed result takes its place in the device's speech order (B:speech-order); a re-route keeps the first place.
---!include record-once.lua
-local base = KEYS[1]
-if redis.call('GET', base .. ':lease') ~= ARGV[1] then
-  return redis.error_reply('LEASE_LOST')
-end
-local action, waitingField = ARGV[2], ARGV[5]
-local recorded = 0
--- Writes that can fail on a damaged key come first: a script is not rolled back, so nothing may precede them.
-if action == 'reject' then
-  recorded = record_once(base, 'rejections', ARGV[7], ARGV[8])
-end
-if action == 'wait' then
-  -- A replay of a held result keeps the first entry (and so when it was first held).
-  redis.call('HSETNX', base .. ':waiting', waitingField, ARGV[6])
-elseif waitingField ~= '' then
-  redis.call('HDEL', base .. ':waiting', waitingField)
-end
-if action == 'routed' then
-  redis.call('ZADD', base .. ':speech-order', 'NX', ARGV[10], ARGV[9])
-end
-if ARGV[4] ~= '' then
-  local cursorKey = base .. ':cursor'
-  local current = redis.call('HMGET', cursorKey, 'serverInstanceId', 'cursor')
-  local incoming = tonumber(ARGV[4])
-  if action == 'resync' or current[1] ~= ARGV[3] or tonumber(current[2]) < incoming then
-    redis.call('HSET', cursorKey, 'serverInstanceId', ARGV[3], 'cursor', ARGV[4])
-  end
-end
-return recorded
+--!include stage-event.lua
+return stage_event(KEYS[1], ARGV)
