@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Receipt } from "../../libs/contract/receipt.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { AGENT, ORIGIN, receiptFor, registerVoiceRun } from "../../test/os/os-fixture.js";
@@ -9,27 +8,14 @@ import type { EventOrigin, ResultClaim } from "./verdict.js";
 
 const DEVICE = "lamp-members";
 
-/** A real store whose delivery lookup lets a receipt bind right after it read: the race of a live session. */
-class BindsAfterDeliveryLookup extends RouterStore {
-  bindNext: Receipt | undefined;
-
-  override async runIdByDelivery(deliveryId: string): Promise<string | null> {
-    const runId = await super.runIdByDelivery(deliveryId);
-    const receipt = this.bindNext;
-    this.bindNext = undefined;
-    if (receipt) await this.bindReceipt(receipt);
-    return runId;
-  }
-}
-
 let t: TestRedis;
-let store: BindsAfterDeliveryLookup;
+let store: RouterStore;
 let runId: string;
 let key: string;
 
 beforeEach(async () => {
   t = createTestRedis("member-resolution");
-  store = new BindsAfterDeliveryLookup(t.redis, new OsDeviceKeys(t.keys, DEVICE), "test");
+  store = new RouterStore(t.redis, new OsDeviceKeys(t.keys, DEVICE), "test");
   ({ runId, idempotencyKey: key } = await registerVoiceRun(t, DEVICE));
 });
 afterEach(() => t.cleanup());
@@ -49,9 +35,9 @@ const claimFor = (deliveryId: string): ResultClaim => ({
   members: [{ deliveryId, idempotencyKey: key }],
 });
 
-describe("member resolution while receipts bind", () => {
-  it("routes a result whose member's receipt binds between the delivery and the key lookup", async () => {
-    store.bindNext = receiptFor(key, "delivery-a");
+describe("member resolution: each member by the exact (deliveryId, key) pair, read in one step", () => {
+  it("routes a result whose member's receipt bound to its delivery", async () => {
+    await store.bindReceipt(receiptFor(key, "delivery-a"));
     const verdict = await resolveMembers(store, claimFor("delivery-a"), origin, Date.now());
     expect(verdict.verdict).toBe("route");
     expect(verdict.verdict === "route" && verdict.routed.members).toEqual([
@@ -59,10 +45,30 @@ describe("member resolution while receipts bind", () => {
     ]);
   });
 
-  it("still rejects a member whose key bound to another delivery meanwhile", async () => {
-    store.bindNext = receiptFor(key, "delivery-other");
+  it("rejects a member whose key is bound to another delivery", async () => {
+    await store.bindReceipt(receiptFor(key, "delivery-other"));
     const verdict = await resolveMembers(store, claimFor("delivery-a"), origin, Date.now());
     expect(verdict).toMatchObject({ verdict: "reject", reason: "DELIVERY_MISMATCH" });
+  });
+
+  it("rejects a member whose delivery belongs to another key, and one that names no run", async () => {
+    await store.bindReceipt(receiptFor(key, "delivery-a"));
+    const otherKey = {
+      ...claimFor("delivery-a"),
+      members: [{ deliveryId: "delivery-a", idempotencyKey: "k-x" }],
+    };
+    expect(await resolveMembers(store, otherKey, origin, Date.now())).toMatchObject({
+      verdict: "reject",
+      reason: "KEY_MISMATCH",
+    });
+    const nobody = {
+      ...claimFor("delivery-z"),
+      members: [{ deliveryId: "delivery-z", idempotencyKey: "k-z" }],
+    };
+    expect(await resolveMembers(store, nobody, origin, Date.now())).toMatchObject({
+      verdict: "reject",
+      reason: "UNKNOWN_MEMBER",
+    });
   });
 
   it("waits while the member's receipt has not bound", async () => {

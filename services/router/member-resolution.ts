@@ -2,7 +2,7 @@ import type { OsRouted } from "../../libs/contract/streams.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import { resultContentHash } from "./result-identity.js";
-import type { RouterStore } from "./router-store.js";
+import type { MemberRun, RouterStore } from "./router-store.js";
 import { reject, type EventOrigin, type ResultClaim, type Verdict } from "./verdict.js";
 
 type MemberFinding = { found: "run"; run: RunRecord } | { found: "unbound"; run: RunRecord } | Verdict;
@@ -21,8 +21,9 @@ export async function resolveMembers(
   const resultKey = resultKeyOf(claim.serverInstanceId, claim.resultId);
   const members: OsRouted["members"] = [];
   let unbound = 0;
-  for (const member of claim.members) {
-    const finding = await findMember(store, member);
+  const runs = await store.memberRuns(claim.members);
+  for (const [index, member] of claim.members.entries()) {
+    const finding = findMember(member, runs[index]);
     if ("verdict" in finding) return { ...finding, ...identityOf(claim) };
     const problem = mismatchOf(finding.run, claim, origin, resultKey, finding.found === "run");
     if (problem) return problem;
@@ -33,24 +34,16 @@ export async function resolveMembers(
   return { verdict: "route", routed: routedOf(store, claim, origin, members, now) };
 }
 
-async function findMember(
-  store: RouterStore,
-  member: ResultClaim["members"][number],
-): Promise<MemberFinding> {
-  const byDelivery = await store.runIdByDelivery(member.deliveryId);
-  if (byDelivery !== null) {
-    const run = await store.run(byDelivery);
+function findMember(member: ResultClaim["members"][number], named: MemberRun | undefined): MemberFinding {
+  const run = named?.run;
+  if (named?.via === "delivery") {
     if (!run) return reject("UNKNOWN_MEMBER", `delivery ${member.deliveryId} names no run`);
     if (run.idempotencyKey !== member.idempotencyKey)
       return reject("KEY_MISMATCH", `delivery ${member.deliveryId} belongs to another key`);
     return { found: "run", run };
   }
-  const byKey = await store.runIdByKey(member.idempotencyKey);
-  const run = byKey === null ? undefined : await store.run(byKey);
   if (!run) return reject("UNKNOWN_MEMBER", `no run of this device has key ${member.idempotencyKey}`);
   if (run.deliveryId === undefined) return { found: "unbound", run };
-  // The receipt may have bound between the two reads: the run record, read last, is the truth.
-  if (run.deliveryId === member.deliveryId) return { found: "run", run };
   return reject("DELIVERY_MISMATCH", `key ${member.idempotencyKey} is bound to another delivery`);
 }
 

@@ -6,6 +6,7 @@ import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-resu
 import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { RejectionRecord } from "../../libs/os-store/result-record.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
+import { flatRecord } from "../../libs/redis/flat-reply.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 
 const bindOutcomeSchema = z.enum([
@@ -29,6 +30,18 @@ const bindReceiptScript = LuaScript.fromFile(
 const receiptEventScript = LuaScript.fromFile(
   new URL("./lua/receipt-event-1.lua", import.meta.url),
   z.tuple([bindOutcomeSchema, z.string()]),
+);
+const memberRunsScript = LuaScript.fromFile(
+  new URL("./lua/member-runs-1.lua", import.meta.url),
+  z.array(
+    z
+      .tuple([z.enum(["delivery", "key", ""]), z.string(), z.array(z.string()).transform(flatRecord)])
+      .transform(([via, runId, fields]): MemberRun => ({
+        via: via === "" ? undefined : via,
+        runId,
+        run: parseRunRecord(fields),
+      })),
+  ),
 );
 const stageEventScript = LuaScript.fromFile(
   new URL("./lua/stage-event-1.lua", import.meta.url),
@@ -62,6 +75,14 @@ const expireHeldScript = LuaScript.fromFile(
   new URL("./lua/expire-held-1.lua", import.meta.url),
   changedSchema,
 );
+
+/** The run a result member names: found by its delivery's index, else by its key's, else by neither. */
+export interface MemberRun {
+  via: "delivery" | "key" | undefined;
+  runId: string;
+  /** Undefined when the index names a run whose record is gone. */
+  run: RunRecord | undefined;
+}
 
 /** A result held in `B:waiting`, under the field it was held as. */
 export interface HeldEntry {
@@ -102,8 +123,10 @@ export class RouterStore {
     return this.redis.get(this.device.idempotencyKey(idempotencyKey));
   }
 
-  async runIdByDelivery(deliveryId: string): Promise<string | null> {
-    return this.redis.get(this.device.delivery(deliveryId));
+  /** The run each member names (by delivery, else by key), in one round trip for the whole result. */
+  async memberRuns(members: readonly { deliveryId: string; idempotencyKey: string }[]): Promise<MemberRun[]> {
+    const args = members.flatMap((member) => [member.deliveryId, member.idempotencyKey]);
+    return memberRunsScript.run(this.redis, [this.device.base], args);
   }
 
   async pendingRuns(): Promise<RunRecord[]> {
