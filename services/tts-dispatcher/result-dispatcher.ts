@@ -28,8 +28,9 @@ export class ResultDispatcher {
       resultId: resolved.resultId,
     };
     const resultKey = resultKeyOf(identity.serverInstanceId, identity.resultId);
-    const known = await store.outboxEntry(identity.deviceId, resultKey);
-    if (known) {
+    const inputs = await reader.dispatchInputs(identity.deviceId, resultKey);
+    if ("known" in inputs) {
+      const { known } = inputs;
       // Redelivery: the entry decides; re-adding a queued job is a no-op unless a crash came between the two.
       const notice = known.noticePlaybackId
         ? {
@@ -45,10 +46,9 @@ export class ResultDispatcher {
       });
       return;
     }
-    const result = await reader.result(identity.deviceId, resultKey);
+    const { result, runs } = inputs;
     if (result.deviceId !== identity.deviceId)
       throw new StoreRecordError("RESULT_INVALID", `${resultKey} belongs to ${result.deviceId}`);
-    const runs = await reader.memberRuns(identity.deviceId, result);
     const now = Date.now();
     const decision = decideDelivery(result.outcome, runs, now);
     const speechText = renderSpeech(result.fullText, { maxChars: this.options.speechMaxChars });

@@ -3,6 +3,10 @@ import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import { resultRecordSchema, type ResultRecord } from "../../../libs/os-store/result-record.js";
 import { runRecordSchema, type RunRecord } from "../../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { flatRecord } from "../../../libs/redis/flat-reply.js";
+import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { outboxEntrySchema, type OutboxEntry } from "../../../libs/contract/os-playback.js";
+import { z } from "zod";
 
 /**
  * Reads what the run-resolver and the run registry stored, with the OS store's own record parsers
@@ -27,6 +31,16 @@ export class StoreRecordError extends Error {
   }
 }
 
+/** An HGETALL reply as a pipeline hands it over. */
+const hashReply = z.record(z.string(), z.string());
+const flatHash = z.array(z.string()).transform(flatRecord);
+
+/** {outbox, result, runs} of dispatch-inputs-1.lua, each hash flat as HGETALL answers it. */
+const dispatchInputsScript = LuaScript.fromFile(
+  new URL("../lua/dispatch-inputs-1.lua", import.meta.url),
+  z.tuple([flatHash, flatHash, z.array(flatHash)]),
+);
+
 export class OsStoreReader {
   constructor(
     private readonly redis: RedisClient,
@@ -35,15 +49,25 @@ export class OsStoreReader {
 
   async result(deviceId: string, resultKey: string): Promise<StoredResult> {
     const fields = await this.redis.hgetall(new OsDeviceKeys(this.keys, deviceId).result(resultKey));
-    if (Object.keys(fields).length === 0)
-      throw new StoreRecordError("RESULT_NOT_FOUND", `${deviceId} ${resultKey}`);
-    const parsed = resultRecordSchema.safeParse(fields);
-    if (!parsed.success)
-      throw new StoreRecordError(
-        "RESULT_INVALID",
-        `${resultKey}: ${parsed.error.issues[0]?.message ?? "invalid"}`,
-      );
-    return { ...parsed.data, resultKey };
+    return storedResultOf(fields, deviceId, resultKey);
+  }
+
+  /**
+   * What dispatching a resolved result needs, in one round trip: its outbox entry when it has one (a redelivery),
+   * else the stored result and its member runs.
+   */
+  async dispatchInputs(
+    deviceId: string,
+    resultKey: string,
+  ): Promise<{ known: OutboxEntry } | { result: StoredResult; runs: MemberRun[] }> {
+    const device = new OsDeviceKeys(this.keys, deviceId);
+    const [outbox, fields, runs] = await dispatchInputsScript.run(this.redis, [device.base], [resultKey]);
+    if (Object.keys(outbox).length > 0) return { known: outboxEntrySchema.parse(outbox) };
+    const result = storedResultOf(fields, deviceId, resultKey);
+    return {
+      result,
+      runs: result.members.map((member, index) => memberRunOf(runs[index] ?? {}, deviceId, member.runId)),
+    };
   }
 
   /** The stored result a device owns under this resultId, if any (results are looked up only under the device). */
@@ -69,15 +93,27 @@ export class OsStoreReader {
     return result.members.map((member, index) => {
       const [error, fields] = replies[index] ?? [new Error("no reply"), null];
       if (error) throw error;
-      if (!fields || Object.keys(fields).length === 0)
-        throw new StoreRecordError("RUN_NOT_FOUND", `${deviceId} ${member.runId}`);
-      const parsed = runRecordSchema.safeParse(fields);
-      if (!parsed.success)
-        throw new StoreRecordError(
-          "RUN_INVALID",
-          `${member.runId}: ${parsed.error.issues[0]?.path.join(".")}`,
-        );
-      return parsed.data;
+      return memberRunOf(hashReply.parse(fields ?? {}), deviceId, member.runId);
     });
   }
+}
+
+function storedResultOf(fields: Record<string, string>, deviceId: string, resultKey: string): StoredResult {
+  if (Object.keys(fields).length === 0)
+    throw new StoreRecordError("RESULT_NOT_FOUND", `${deviceId} ${resultKey}`);
+  const parsed = resultRecordSchema.safeParse(fields);
+  if (!parsed.success)
+    throw new StoreRecordError(
+      "RESULT_INVALID",
+      `${resultKey}: ${parsed.error.issues[0]?.message ?? "invalid"}`,
+    );
+  return { ...parsed.data, resultKey };
+}
+
+function memberRunOf(fields: Record<string, string>, deviceId: string, runId: string): MemberRun {
+  if (Object.keys(fields).length === 0) throw new StoreRecordError("RUN_NOT_FOUND", `${deviceId} ${runId}`);
+  const parsed = runRecordSchema.safeParse(fields);
+  if (!parsed.success)
+    throw new StoreRecordError("RUN_INVALID", `${runId}: ${parsed.error.issues[0]?.path.join(".")}`);
+  return parsed.data;
 }
