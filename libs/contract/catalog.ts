@@ -215,7 +215,7 @@ export const STREAM_CATALOG = {
     consumers: {},
     reading: { kind: "update-log", kept: RUN_UPDATES_KEPT },
     carries:
-      "one `run.update` per change of a run the Lamp could care about, appended in the Lua step that made it (a pub/sub notice on the channel of the same name wakes the gateways)",
+      "one `run.update` per change of a run the Lamp could care about, appended in the Lua step that made it (a pub/sub notice on the channel of the same name carries it to the gateways)",
   },
   protocolErrors: {
     name: "B:protocol-errors",
