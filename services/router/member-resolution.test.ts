@@ -26,13 +26,13 @@ const origin: EventOrigin = {
   agentId: AGENT,
   kind: "turn.result",
 };
-const claimFor = (deliveryId: string): ResultClaim => ({
+const claimFor = (deliveryId: string, idempotencyKey = key): ResultClaim => ({
   wireKind: "turn.result",
   serverInstanceId: ORIGIN,
   resultId: "result-1",
   outcome: "completed",
   fullText: "the answer",
-  members: [{ deliveryId, idempotencyKey: key }],
+  members: [{ deliveryId, idempotencyKey }],
 });
 
 describe("member resolution: each member by the exact (deliveryId, key) pair, read in one step", () => {
@@ -53,19 +53,12 @@ describe("member resolution: each member by the exact (deliveryId, key) pair, re
 
   it("rejects a member whose delivery belongs to another key, and one that names no run", async () => {
     await store.bindReceipt(receiptFor(key, "delivery-a"));
-    const otherKey = {
-      ...claimFor("delivery-a"),
-      members: [{ deliveryId: "delivery-a", idempotencyKey: "k-x" }],
-    };
-    expect(await resolveMembers(store, otherKey, origin, Date.now())).toMatchObject({
+    const verdictFor = (claim: ResultClaim) => resolveMembers(store, claim, origin, Date.now());
+    expect(await verdictFor(claimFor("delivery-a", "k-x"))).toMatchObject({
       verdict: "reject",
       reason: "KEY_MISMATCH",
     });
-    const nobody = {
-      ...claimFor("delivery-z"),
-      members: [{ deliveryId: "delivery-z", idempotencyKey: "k-z" }],
-    };
-    expect(await resolveMembers(store, nobody, origin, Date.now())).toMatchObject({
+    expect(await verdictFor(claimFor("delivery-z", "k-z"))).toMatchObject({
       verdict: "reject",
       reason: "UNKNOWN_MEMBER",
     });

@@ -35,10 +35,9 @@ const memberRunsScript = LuaScript.fromFile(
   new URL("./lua/member-runs-1.lua", import.meta.url),
   z.array(
     z
-      .tuple([z.enum(["delivery", "key", ""]), z.string(), z.array(z.string()).transform(flatRecord)])
-      .transform(([via, runId, fields]): MemberRun => ({
+      .tuple([z.enum(["delivery", "key", ""]), z.array(z.string()).transform(flatRecord)])
+      .transform(([via, fields]): MemberRun => ({
         via: via === "" ? undefined : via,
-        runId,
         run: parseRunRecord(fields),
       })),
   ),
@@ -79,7 +78,6 @@ const expireHeldScript = LuaScript.fromFile(
 /** The run a result member names: found by its delivery's index, else by its key's, else by neither. */
 export interface MemberRun {
   via: "delivery" | "key" | undefined;
-  runId: string;
   /** Undefined when the index names a run whose record is gone. */
   run: RunRecord | undefined;
 }

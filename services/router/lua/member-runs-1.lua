@@ -1,7 +1,7 @@
 -- The runs a claimed result's members name, read in one step: for each (deliveryId, idempotencyKey) pair, the run
 -- the delivery index names, else the run the key index names, with the index that found it and the run's fields.
 -- KEYS[1] = B; ARGV: deliveryId, idempotencyKey of each member in turn.
--- Returns per member {via ('delivery' | 'key' | '' when neither names a run), runId, run fields flat as HGETALL}.
+-- Returns per member {via ('delivery' | 'key' | '' when neither names a run), the run's fields flat as HGETALL}.
 local base = KEYS[1]
 local found = {}
 for index = 1, #ARGV, 2 do
@@ -10,9 +10,9 @@ for index = 1, #ARGV, 2 do
     via, runId = 'key', redis.call('GET', base .. ':key:' .. ARGV[index + 1])
   end
   if runId then
-    found[#found + 1] = { via, runId, redis.call('HGETALL', base .. ':run:' .. runId) }
+    found[#found + 1] = { via, redis.call('HGETALL', base .. ':run:' .. runId) }
   else
-    found[#found + 1] = { '', '', {} }
+    found[#found + 1] = { '', {} }
   end
 end
 return found

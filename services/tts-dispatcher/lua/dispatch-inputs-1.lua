@@ -9,8 +9,12 @@ if #outbox > 0 then
 end
 local resultHash = base .. ':result:' .. resultKey
 local result = redis.call('HGETALL', resultHash)
+local membersJson = '[]'
+for index = 1, #result - 1, 2 do
+  if result[index] == 'members' then membersJson = result[index + 1] end
+end
 local runs = {}
-local ok, members = pcall(cjson.decode, redis.call('HGET', resultHash, 'members') or '[]')
+local ok, members = pcall(cjson.decode, membersJson)
 if ok and type(members) == 'table' then
   for _, member in ipairs(members) do
     if type(member) == 'table' and type(member.runId) == 'string' then
