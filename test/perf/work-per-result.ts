@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
@@ -48,6 +49,10 @@ export interface WorkPerResult {
   clientCommandsByProcess?: Record<string, number>;
   /** With `monitor`: the client commands most sent per result, as `<process> <command>` (where to cut next). */
   topClientCommands?: Record<string, number>;
+  /** With `monitor`: every Redis command per result (those a script ran counted under it), by process. */
+  redisCommandsByProcess?: Record<string, number>;
+  /** With `monitor`: the scripts that cost Redis the most commands per result, as `<process> <script>`. */
+  topScripts?: Record<string, number>;
   clientCommands?: number;
   /** CPU ms per result by process (a service with its children, e.g. engine-runner with its engines; redis). */
   cpuMsByProcess: Record<string, number>;
@@ -136,7 +141,7 @@ export async function measureWorkPerResult(options: WorkPerResultOptions): Promi
       inputs: options.singleLamps * options.questionsPerLamp + 2 * options.steeredLamps,
     });
     if (!monitor) return work;
-    const { byProcess, byProcessAndCommand } = monitor.stop();
+    const { byProcess, byProcessAndCommand, allByProcess, byScript } = monitor.stop();
     const perResultOf = (counts: Map<string, number>, top = counts.size) =>
       Object.fromEntries(
         [...counts.entries()]
@@ -150,6 +155,8 @@ export async function measureWorkPerResult(options: WorkPerResultOptions): Promi
       clientCommandsByProcess: perResultOf(byProcess),
       topClientCommands: perResultOf(byProcessAndCommand, 30),
       clientCommands,
+      redisCommandsByProcess: perResultOf(allByProcess),
+      topScripts: perResultOf(byScript, 30),
     };
   } finally {
     probe.disconnect();
@@ -247,6 +254,10 @@ async function sample(redis: Redis, stack: E2EStack, server: RedisServerProcess)
 class ClientCommandCounter {
   private readonly byProcess = new Map<string, number>();
   private readonly byProcessAndCommand = new Map<string, number>();
+  private readonly allByProcess = new Map<string, number>();
+  private readonly byScript = new Map<string, number>();
+  /** The script whose commands the `lua` lines that follow are (MONITOR prints a script before what it runs). */
+  private runningScript: { owner: string; name: string } | undefined;
   private pending = "";
 
   private readonly scripts = scriptNamesBySha();
@@ -273,25 +284,53 @@ class ClientCommandCounter {
     const lines = (this.pending + chunk).split("\r\n");
     this.pending = lines.pop() ?? "";
     for (const line of lines) {
+      if (/^\+\S+ \[\d+ lua\]/.test(line)) {
+        if (this.runningScript === undefined) continue;
+        count(this.allByProcess, this.runningScript.owner);
+        count(this.byScript, `${this.runningScript.owner} ${this.runningScript.name}`);
+        continue;
+      }
       const match = /^\+\S+ \[\d+ \S+?:(\d+)\] "([^"]*)"(?: "([^"]*)")?/.exec(line);
       const owner = match?.[1] === undefined ? undefined : this.owners.get(match[1]);
       const command = match?.[2]?.toLowerCase();
+      this.runningScript = undefined;
       if (owner === undefined || command === undefined || command === "info") continue;
       count(this.byProcess, owner);
-      const script = command === "evalsha" ? ` ${this.scripts.get(match?.[3] ?? "") ?? "?"}` : "";
-      count(this.byProcessAndCommand, `${owner} ${command}${script}`);
+      count(this.allByProcess, owner);
+      const script = command === "evalsha" ? (this.scripts.get(match?.[3] ?? "") ?? "?") : undefined;
+      if (script !== undefined) this.runningScript = { owner, name: script };
+      count(this.byProcessAndCommand, `${owner} ${command}${script === undefined ? "" : ` ${script}`}`);
     }
   }
 
-  stop(): { byProcess: Map<string, number>; byProcessAndCommand: Map<string, number> } {
+  stop(): {
+    byProcess: Map<string, number>;
+    byProcessAndCommand: Map<string, number>;
+    allByProcess: Map<string, number>;
+    byScript: Map<string, number>;
+  } {
     this.socket.destroy();
-    return { byProcess: this.byProcess, byProcessAndCommand: this.byProcessAndCommand };
+    return {
+      byProcess: this.byProcess,
+      byProcessAndCommand: this.byProcessAndCommand,
+      allByProcess: this.allByProcess,
+      byScript: this.byScript,
+    };
   }
 }
 
-/** The project's Lua scripts by SHA-1, so an EVALSHA is counted under the script's name. */
+/** The project's Lua scripts and BullMQ's by SHA-1, so an EVALSHA is counted under the script's name. */
 function scriptNamesBySha(): Map<string, string> {
   const names = new Map<string, string>();
+  const bullScripts = resolve(projectRoot, "node_modules/bullmq/dist/esm/scripts");
+  for (const file of readdirSync(bullScripts))
+    if (file.endsWith(".js")) {
+      const content = /^const content = `([\s\S]*?)`;\n/m.exec(
+        readFileSync(resolve(bullScripts, file), "utf8"),
+      )?.[1];
+      if (content !== undefined)
+        names.set(createHash("sha1").update(content).digest("hex"), `bullmq:${file.replace(/\.js$/, "")}`);
+    }
   for (const root of ["libs", "services"])
     for (const file of readdirSync(resolve(projectRoot, root), { recursive: true, encoding: "utf8" }))
       if (/(^|\/)lua\/[a-z][a-z0-9-]*-\d+\.lua$/.test(file)) {
