@@ -61,7 +61,12 @@ export class CommandProcessor {
       log: Logger;
       retryDelayMs: number;
       catchUpMs: number;
-      bindReceipt: (receipt: Receipt, source: "turn.send") => Promise<BindOutcome>;
+      /** Binds a receipt the Harness answered a command with, acking the command's entry in the same step. */
+      bindReceipt: (
+        receipt: Receipt,
+        source: "turn.send",
+        answered: { entryId: string; group: string },
+      ) => Promise<BindOutcome>;
     },
   ) {}
 
@@ -146,29 +151,42 @@ export class CommandProcessor {
 
   private async execute(id: string, fields: string[]): Promise<void> {
     const parsed = parseEntryPayload(deviceCommandSchema, fields);
-    if (parsed.ok) await this.perform(parsed.value);
-    else this.options.log.error({ id, err: parsed.error }, "malformed device command dropped");
+    if (!parsed.ok) this.options.log.error({ id, err: parsed.error }, "malformed device command dropped");
+    const acked = parsed.ok && (await this.perform(parsed.value, id));
+    if (acked) return;
     const commands = this.options.store.device.commands;
     await this.options.redis.multi().xack(commands, COMMANDS_GROUP, id).xdel(commands, id).exec();
   }
 
-  private async perform(command: DeviceCommand): Promise<void> {
+  /** Returns whether the command's entry was acked with the receipt that answered it. */
+  private async perform(command: DeviceCommand, entryId: string): Promise<boolean> {
     const run = await this.options.store.run(command.runId);
-    if (!run) return;
-    if (command.kind === "stop") return this.interrupt(run);
-    const reply = await this.send(run);
-    await appendToStream(
-      this.options.redis,
-      this.options.keys,
-      STREAM_CATALOG.gatewayReplies(command.replyTo),
-      reply,
-    );
+    if (!run) return false;
+    if (command.kind === "stop") {
+      await this.interrupt(run);
+      return false;
+    }
+    const { reply, bind } = await this.send(run);
+    // The gateway's wait for the answer and the binding that acks the command go out together.
+    await Promise.all([
+      appendToStream(
+        this.options.redis,
+        this.options.keys,
+        STREAM_CATALOG.gatewayReplies(command.replyTo),
+        reply,
+      ),
+      bind === undefined
+        ? undefined
+        : this.options.bindReceipt(bind, "turn.send", { entryId, group: COMMANDS_GROUP }),
+    ]);
+    return bind !== undefined;
   }
 
-  private async send(run: RunRecord): Promise<SendReply> {
+  /** The gateway's answer, and the receipt still to bind (with the command's ack) when the Harness just gave one. */
+  private async send(run: RunRecord): Promise<{ reply: SendReply; bind?: Receipt }> {
     const base = { deviceId: run.deviceId, runId: run.runId };
     const known = storedReceipt(run);
-    if (known || run.state !== "pending") return { ...base, receipt: known };
+    if (known || run.state !== "pending") return { reply: { ...base, receipt: known } };
     const live = this.requireLive();
     if (run.sentVia !== undefined && run.sentVia !== live.transportInstanceId)
       return this.reconcile(run, live);
@@ -190,22 +208,23 @@ export class CommandProcessor {
     if (!answer.ok) {
       if (TRANSIENT_ERRORS.has(answer.error.code)) throw new Error(`turn.send: ${answer.error.code}`);
       await this.options.store.markSendFailed(run.runId, answer.error.code);
-      return { ...base, receipt: null, error: answer.error };
+      return { reply: { ...base, receipt: null, error: answer.error } };
     }
-    await this.options.bindReceipt(answer.value.receipt, "turn.send");
-    return { ...base, receipt: answer.value.receipt };
+    const { receipt } = answer.value;
+    return { reply: { ...base, receipt }, bind: receipt };
   }
 
   /** The send was first tried on another Harness instance: ask for the receipt, never submit the input again. */
-  private async reconcile(run: RunRecord, live: LiveLink): Promise<SendReply> {
+  private async reconcile(run: RunRecord, live: LiveLink): Promise<{ reply: SendReply; bind?: Receipt }> {
     const answer = await live.link.request(
       { type: "receipt.get", idempotencyKey: run.idempotencyKey },
       receiptGetResultSchema,
     );
     const receipt = answer.ok ? answer.value.receipt : null;
-    if (receipt) await this.options.bindReceipt(receipt, "turn.send");
-    else await this.options.store.markSendFailed(run.runId, OS_END_REASONS.instanceChanged);
-    return { deviceId: run.deviceId, runId: run.runId, receipt };
+    const reply = { deviceId: run.deviceId, runId: run.runId, receipt };
+    if (receipt) return { reply, bind: receipt };
+    await this.options.store.markSendFailed(run.runId, OS_END_REASONS.instanceChanged);
+    return { reply };
   }
 
   private async interrupt(run: RunRecord): Promise<void> {

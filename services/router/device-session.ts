@@ -23,6 +23,13 @@ import { RunDeadlines } from "./run-deadlines.js";
 import { sleep } from "../../libs/timing/sleep.js";
 import { SessionRecord } from "./session-record.js";
 
+/**
+ * How long a session's frame queue stays idle before the cursor is written past frames decided without a staging
+ * step (receipts, lifecycle events): one write per burst. A crash loses at most this much cursor progress, and the
+ * Harness replays those frames, which change nothing the second time.
+ */
+const CURSOR_FLUSH_MS = 200;
+
 export interface SessionDeps {
   deviceId: string;
   leaseOwner: string;
@@ -49,6 +56,7 @@ export class DeviceSession {
   private link: HarnessLink | undefined;
   private generation = 0;
   private queue: Promise<void> = Promise.resolve();
+  private cursorFlush: NodeJS.Timeout | undefined;
   private active = true;
   private loop: Promise<void> | undefined;
   private known = true;
@@ -75,7 +83,7 @@ export class DeviceSession {
       log,
       retryDelayMs: deps.config.HARNESS_RECONNECT_MS,
       catchUpMs: deps.config.ROUTER_COMMAND_CATCHUP_MS,
-      bindReceipt: (receipt, source) => this.bindReceipt(receipt, source),
+      bindReceipt: (receipt, source, answered) => this.bindReceipt(receipt, source, answered),
     });
     this.deadlines = new RunDeadlines({
       store: this.store,
@@ -152,7 +160,10 @@ export class DeviceSession {
       token,
       requestTimeoutMs: config.HARNESS_REQUEST_TIMEOUT_MS,
       log: this.log,
-      onFrame: (frame) => this.enqueue(() => this.intake.handleFrame(frame), generation),
+      onFrame: (frame) => {
+        this.enqueue(() => this.intake.handleFrame(frame), generation);
+        this.scheduleCursorFlush(generation);
+      },
       onClose: () => closed(),
     });
     this.link = link;
@@ -183,10 +194,27 @@ export class DeviceSession {
       this.enqueue(() => this.intake.reevaluateWaiting(), generation);
       void this.reconcile();
       await ended;
+      await this.queue;
+      if (generation === this.generation)
+        await this.intake
+          .flushCursor()
+          .catch((error: unknown) =>
+            this.log.warn({ err: errorMessage(error) }, "cursor not written at close; the Harness replays"),
+          );
       await this.record.closed();
     } finally {
       link.close();
     }
+  }
+
+  /** Writes the cursor once the frames arriving now have been decided and the queue stayed idle a moment. */
+  private scheduleCursorFlush(generation: number): void {
+    if (this.cursorFlush !== undefined) return;
+    this.cursorFlush = setTimeout(() => {
+      this.cursorFlush = undefined;
+      this.enqueue(() => this.intake.flushCursor(), generation);
+    }, CURSOR_FLUSH_MS);
+    this.cursorFlush.unref();
   }
 
   /** Frames and re-evaluations run one at a time; after a failure the rest of that connection's work is dropped. */
@@ -211,8 +239,12 @@ export class DeviceSession {
   }
 
   /** Binds a receipt the Harness answered with; a newly bound one may let held results apply. */
-  private async bindReceipt(receipt: Receipt, source: "turn.send" | "receipt.get"): Promise<BindOutcome> {
-    const { outcome } = await this.store.bindReceipt(receipt);
+  private async bindReceipt(
+    receipt: Receipt,
+    source: "turn.send" | "receipt.get",
+    answered?: { entryId: string; group: string },
+  ): Promise<BindOutcome> {
+    const { outcome } = await this.store.bindReceipt(receipt, answered);
     if (outcome === "conflict") this.deps.metrics.receiptConflicts.inc({ source });
     if (outcome === "bound") this.enqueue(() => this.intake.reevaluateWaiting());
     return outcome;

@@ -35,10 +35,21 @@ export interface IntakeHooks {
 
 /**
  * Turns each Harness frame of one device session into exactly one durable decision (routed to `os.routed`,
- * rejected, held, or ignored) and only then advances the resume cursor. A store failure throws before the cursor
- * moves, so the frame is replayed after reconnect.
+ * rejected, held, bound, or ignored) and only then lets the resume cursor pass it. A store failure throws before the
+ * cursor moves, so the frame is replayed after reconnect. A decision that changes a result's fate (routed, rejected,
+ * held, resync) moves the cursor in its own step; a receipt binding (idempotent: a stored receipt only moves
+ * forward) and a lifecycle frame (nothing to store) leave it to `unstagedCursor`, which the session writes once its
+ * queue of frames is idle (`flushCursor`), so a burst of frames costs one cursor write, not one per frame.
  */
 export class EventIntake {
+  /** Past the last staged frame: where the cursor may move once the frames before it are all decided. */
+  private unstaged: CursorMove | undefined;
+  /**
+   * Whether `B:waiting` may hold results: only this session (the lease holder) adds to it, so once a look found it
+   * empty, a receipt binding need not look again until this session holds one.
+   */
+  private mayHoldResults = true;
+
   constructor(
     private readonly store: RouterStore,
     private readonly redis: RedisClient,
@@ -71,20 +82,43 @@ export class EventIntake {
     const move = { transportInstanceId: event.serverInstanceId, cursor: event.eventId };
     if (event.kind === "receipt.updated") return this.handleReceiptUpdate(event.payload, move);
     if (event.kind !== "turn.result" && event.kind !== "turn.summary") {
-      // Lifecycle events never resolve or replace a result; they only move the cursor.
-      await this.store.stage({ action: "ignore" }, move);
+      // Lifecycle events never resolve or replace a result; they only let the cursor pass.
+      this.passed(move);
       this.metrics.events.inc({ kind: event.kind, verdict: "ignored" });
       return;
     }
     return this.apply(await this.evaluate(frame, origin), frame, origin, move);
   }
 
+  /** Writes the cursor past every frame decided without a staging step; nothing when none is owed. */
+  async flushCursor(): Promise<void> {
+    const move = this.unstaged;
+    if (move === undefined) return;
+    await this.store.stage({ action: "ignore" }, move);
+    if (this.unstaged === move) this.unstaged = undefined;
+  }
+
+  /** A frame decided without a staging step: the cursor passes it with the next step or flush. */
+  private passed(move: CursorMove): void {
+    this.unstaged = move;
+  }
+
+  /** A staging step wrote the cursor: what was owed up to it is written. */
+  private staged(move: CursorMove | undefined): void {
+    if (move !== undefined && this.unstaged !== undefined && this.unstaged.cursor <= move.cursor)
+      this.unstaged = undefined;
+  }
+
   /** Re-evaluates every held result (after a receipt bound, and when a session starts). */
   async reevaluateWaiting(): Promise<void> {
+    if (!this.mayHoldResults) return;
+    let stillHeld = 0;
     for (const { field, held: entry } of await this.store.heldResults()) {
       const verdict = await this.evaluate(entry.frame, entry.origin);
       if (verdict.verdict !== "wait") await this.apply(verdict, entry.frame, entry.origin, undefined, field);
+      else stillHeld += 1;
     }
+    this.mayHoldResults = stillHeld > 0;
   }
 
   private async evaluate(frame: Record<string, unknown>, origin: EventOrigin): Promise<Verdict> {
@@ -118,13 +152,16 @@ export class EventIntake {
         },
         move,
       );
+      this.staged(move);
       return staged();
     }
     if (verdict.verdict === "wait") {
       if (!origin) throw new Error("a held result needs its transport origin");
       const held: HeldResult = { frame, origin, heldAt: Date.now() };
       const waitingJson = JSON.stringify(held);
+      this.mayHoldResults = true;
       await this.store.stage({ action: "wait", waitingField: identity, waitingJson }, move);
+      this.staged(move);
       return staged();
     }
     const recorded = await this.store.stage(
@@ -147,6 +184,7 @@ export class EventIntake {
       },
       move,
     );
+    this.staged(move);
     staged();
     if (recorded) this.metrics.rejectedEvents.inc({ reason: verdict.reason });
     this.log.warn({ reason: verdict.reason, detail: verdict.detail }, "harness event rejected");
@@ -155,13 +193,13 @@ export class EventIntake {
   private async handleReceiptUpdate(payload: Record<string, unknown>, move: CursorMove): Promise<void> {
     const parsed = receiptUpdatedPayloadSchema.safeParse(payload);
     if (parsed.success) {
-      const { outcome } = await this.store.stageReceiptUpdate(parsed.data.receipt, move);
+      const { outcome } = await this.store.bindReceipt(parsed.data.receipt);
       if (outcome === "conflict") this.metrics.receiptConflicts.inc({ source: "receipt.updated" });
       if (outcome === "bound") this.hooks.receiptBound();
     } else {
       this.log.warn({ issue: parsed.error.issues[0]?.message }, "receipt.updated payload is invalid");
-      await this.store.stage({ action: "ignore" }, move);
     }
+    this.passed(move);
     this.metrics.events.inc({ kind: "receipt.updated", verdict: parsed.success ? "applied" : "invalid" });
   }
 
@@ -172,6 +210,8 @@ export class EventIntake {
       return;
     }
     const { serverInstanceId, cursor } = parsed.data;
+    // A resync starts the cursor afresh: nothing owed from before it may be written after it.
+    this.unstaged = undefined;
     await this.store.stage({ action: "resync" }, { transportInstanceId: serverInstanceId, cursor });
     this.metrics.events.inc({ kind: "resync", verdict: parsed.data.reason });
     this.hooks.resynced(serverInstanceId);

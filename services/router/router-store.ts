@@ -26,11 +26,6 @@ const bindReceiptScript = LuaScript.fromFile(
   new URL("./lua/bind-receipt-1.lua", import.meta.url),
   z.tuple([bindOutcomeSchema, z.string()]),
 );
-/** bind-receipt then stage-event (`ignore`) for a receipt.updated frame, in one step. */
-const receiptEventScript = LuaScript.fromFile(
-  new URL("./lua/receipt-event-1.lua", import.meta.url),
-  z.tuple([bindOutcomeSchema, z.string()]),
-);
 const memberRunsScript = LuaScript.fromFile(
   new URL("./lua/member-runs-1.lua", import.meta.url),
   z.array(
@@ -167,20 +162,18 @@ export class RouterStore {
     return (await expireHeldScript.run(this.redis, [this.device.base], args)) === 1;
   }
 
-  async bindReceipt(receipt: Receipt): Promise<{ outcome: BindOutcome; runId: string }> {
-    const [outcome, runId] = await bindReceiptScript.run(this.redis, [this.device.base], bindArgs(receipt));
-    return { outcome, runId };
-  }
-
-  /** A receipt.updated frame: its receipt bound, then staged as ignored with the cursor moved, in one round trip. */
-  async stageReceiptUpdate(
+  /**
+   * Binds a receipt; one that answers a device command (`answered`: its entry in `B:commands` and the group reading
+   * it) acks and deletes that entry in the same step.
+   */
+  async bindReceipt(
     receipt: Receipt,
-    move: CursorMove,
+    answered?: { entryId: string; group: string },
   ): Promise<{ outcome: BindOutcome; runId: string }> {
-    const [outcome, runId] = await receiptEventScript.run(
+    const [outcome, runId] = await bindReceiptScript.run(
       this.redis,
       [this.device.base],
-      [...bindArgs(receipt), ...this.stageArgs({ action: "ignore" }, move)],
+      [...bindArgs(receipt), answered?.entryId ?? "", answered?.group ?? ""],
     );
     return { outcome, runId };
   }

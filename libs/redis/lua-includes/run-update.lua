@@ -1,25 +1,29 @@
 -- Appends one run.update to the device's ordered log `<base>:run-updates` (ids `0-<updateId>`, about the newest 500
 -- kept: RUN_UPDATES_KEPT in libs/contract/run-update.ts) and tells the device-gateways on the channel of the same
 -- name; the message carries the update ({deviceId, updateId, update}: runUpdateNoticeSchema), so a socket right
--- behind it sends it without reading the log. The update is read from the run hash as the calling script left it, so
--- it says what the store says. Call it last in a script: it writes, and a script does not roll back.
+-- behind it sends it without reading the log. The update says what the store says: `emit_run_update` reads the run
+-- hash as the calling script left it; a script that already holds those fields (RUN_UPDATE_FIELDS, as it just wrote
+-- them) passes them to `append_run_update` instead of reading them again. Call either last in a script: it writes,
+-- and a script does not roll back.
 -- change: receipt | cancelled | resolved | suppressed | playback | unknown; reason, playbackId: '' or nil = none.
-local function emit_run_update(base, runId, change, reason, playbackId, now)
-  local run = redis.call('HMGET', base .. ':run:' .. runId,
-    'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receipt', 'endReason')
-  if not run[1] then return end
-  local update = { runId = runId, requestId = run[2], state = run[3], change = change, at = tonumber(now) }
-  if run[4] then update.outcome = run[4] end
-  if run[5] then update.resultId = run[5] end
-  if run[6] then update.receiptState = run[6] end
+local RUN_UPDATE_FIELDS = { 'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receipt',
+  'endReason' }
+
+-- run: the run's RUN_UPDATE_FIELDS by name (false or nil = absent).
+local function append_run_update(base, runId, run, change, reason, playbackId, now)
+  if not run.deviceId then return end
+  local update = { runId = runId, requestId = run.requestId, state = run.state, change = change, at = tonumber(now) }
+  if run.outcome then update.outcome = run.outcome end
+  if run.resultId then update.resultId = run.resultId end
+  if run.receiptState then update.receiptState = run.receiptState end
   if reason and reason ~= '' then
     update.reason = reason
-  elseif change == 'unknown' and run[8] then
-    update.reason = run[8]
+  elseif change == 'unknown' and run.endReason then
+    update.reason = run.endReason
   end
   if playbackId and playbackId ~= '' then update.playbackId = playbackId end
-  if run[7] then
-    local ok, receipt = pcall(cjson.decode, run[7])
+  if run.receipt then
+    local ok, receipt = pcall(cjson.decode, run.receipt)
     if ok and type(receipt) == 'table' and type(receipt.input) == 'table' then
       update.input = { mode = receipt.input.mode, phase = receipt.input.phase }
     end
@@ -37,5 +41,17 @@ local function emit_run_update(base, runId, change, reason, playbackId, now)
   local payload = cjson.encode(update)
   redis.call('XADD', log, 'MAXLEN', '~', 500, '0-' .. seq, 'payload', payload)
   redis.call('PUBLISH', log,
-    '{"deviceId":' .. cjson.encode(run[1]) .. ',"updateId":' .. seq .. ',"update":' .. payload .. '}')
+    '{"deviceId":' .. cjson.encode(run.deviceId) .. ',"updateId":' .. seq .. ',"update":' .. payload .. '}')
+end
+
+-- The run's RUN_UPDATE_FIELDS by name, from an HMGET reply in that order.
+local function run_update_fields(values)
+  local run = {}
+  for index, field in ipairs(RUN_UPDATE_FIELDS) do run[field] = values[index] end
+  return run
+end
+
+local function emit_run_update(base, runId, change, reason, playbackId, now)
+  local values = redis.call('HMGET', base .. ':run:' .. runId, unpack(RUN_UPDATE_FIELDS))
+  append_run_update(base, runId, run_update_fields(values), change, reason, playbackId, now)
 end
