@@ -22,8 +22,8 @@ for n = from, to - 1 do
     outcome = 'completed', fullText = text, members = {key}}), 'agentId', agent, 'machineId', 'machine-prefill',
     'outcome', 'completed', 'scope', 'single', 'singleKey', key, 'singleTurnId', 'turn-' .. id, 'storedAt', stamp)
   redis.call('ZADD', h .. ':results', stamp, result_id)
-  redis.call('ZADD', h .. ':events', n, n)
-  redis.call('HSET', h .. ':event-body', n, cjson.encode({kind = 'result', resultId = result_id, at = stamp}))
+  redis.call('XADD', h .. ':event-log', 'MAXLEN', 10000, '0-' .. (n + 1), 'e',
+    cjson.encode({kind = 'result', resultId = result_id, at = stamp}))
   local os = prefix .. ':os:{d:' .. device .. '}'
   redis.call('HSET', os .. ':run:' .. run_id, 'runId', run_id, 'deviceId', device, 'agentId', agent,
     'machineId', 'machine-prefill', 'idempotencyKey', key, 'requestId', request_id, 'text', 'What is the build status?',

@@ -42,24 +42,18 @@ export class HarnessDeviceKeys {
     return `${this.base}:results`;
   }
 
-  /** zset eventId -> eventId: the device's event log index. */
-  get events(): string {
-    return `${this.base}:events`;
-  }
-
-  /** hash eventId -> stored event body (JSON). */
-  get eventBodies(): string {
-    return `${this.base}:event-body`;
+  /**
+   * stream: the device's event log, entry id `0-<eventId>`, field `e` = the stored event body (JSON); capped at
+   * EVENT_CAPACITY entries by each append and by age by the retention sweep. Its first entry tells the floor: a
+   * resume cursor below it missed events.
+   */
+  get eventLog(): string {
+    return `${this.base}:event-log`;
   }
 
   /** The last eventId handed out; never reused while the Redis data lives. */
   get eventSequence(): string {
     return `${this.base}:event-seq`;
-  }
-
-  /** The highest eventId trimmed from the log: a resume cursor below it missed events. */
-  get eventFloor(): string {
-    return `${this.base}:event-floor`;
   }
 
   /** Epoch ms of the device's last revocation; kept when everything else of the device is deleted. */

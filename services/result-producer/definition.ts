@@ -27,7 +27,11 @@ export const resultProducerService = defineService({
     const consumer = await startServiceConsumer(ctx, {
       stream: STREAM_CATALOG.harnessEvidence,
       group: STREAM_CATALOG.harnessEvidence.consumers.resultProducer.group,
-      handle: (entry) => handler.handle(entry.payload),
+      handle: (entry) => handler.handle([entry.payload]),
+      handleBatch: async (entries) => {
+        await handler.handle(entries.map((entry) => entry.payload));
+        return [];
+      },
     });
     const retention = startHarnessRetentionSweep(
       redis,

@@ -7,17 +7,25 @@ import type { RetentionIndex } from "../../libs/retention/retention-index.js";
 import { harnessRetentionIndex } from "../../libs/retention/retention-keys.js";
 import type { ProducerConfig } from "./config.js";
 
-/** {status, detail}: a duplicate answers the detail its first application stored. */
+const ledgerAnswerSchema = z
+  .tuple([z.enum(["applied", "withheld", "duplicate"]), z.string()])
+  .transform(([status, detail]) => ({ status, detail }));
+
+/** One {status, detail} per piece of evidence, in order; a duplicate result answers the resultId it first got. */
 const applyScript = LuaScript.fromFile(
   new URL("./lua/apply-evidence-1.lua", import.meta.url),
-  z.tuple([z.enum(["applied", "withheld", "duplicate"]), z.string()]),
+  z.array(ledgerAnswerSchema),
 );
 
 export type LedgerOp = "delivered" | "consumed" | "rejected" | "stop_confirmed" | "unknown" | "result";
 
-export interface LedgerAnswer {
-  status: "applied" | "withheld" | "duplicate";
-  detail: string;
+export type LedgerAnswer = z.infer<typeof ledgerAnswerSchema>;
+
+/** One piece of evidence as the ledger applies it to one device. */
+export interface LedgerEntry {
+  op: LedgerOp;
+  evidenceId: string;
+  args: object;
 }
 
 /** One device's receipts, results and event log, changed only through apply-evidence-1.lua. */
@@ -32,23 +40,22 @@ export class DeviceLedger {
     this.retention = harnessRetentionIndex(redis, keys);
   }
 
-  async apply(deviceId: string, op: LedgerOp, evidenceId: string, args: object): Promise<LedgerAnswer> {
+  /** Applies the device's entries in order, in one atomic step; one answer per entry. */
+  async apply(deviceId: string, entries: readonly LedgerEntry[]): Promise<LedgerAnswer[]> {
     const now = Date.now();
     const applied = applyScript.run(
       this.redis,
       [new HarnessDeviceKeys(this.keys, deviceId).base],
       [
-        op,
-        evidenceId,
         now,
         eventsChannel(this.keys),
         deviceId,
         this.config.EVENT_CAPACITY,
-        JSON.stringify(args),
+        ...entries.flatMap(({ op, evidenceId, args }) => [op, evidenceId, JSON.stringify(args)]),
       ],
     );
     // Issued in the same tick, so Redis runs it right after the apply step (see libs/retention/retention-index.ts).
-    const [[status, detail]] = await Promise.all([applied, this.retention.list(deviceId, now)]);
-    return { status, detail };
+    const [answers] = await Promise.all([applied, this.retention.list(deviceId, now)]);
+    return answers;
   }
 }

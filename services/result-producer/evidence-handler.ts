@@ -5,7 +5,7 @@ import type { Logger } from "../../libs/logging/logger.js";
 import type { CompletionMarks } from "../../libs/metrics/completion-marks.js";
 import type { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
 import type { ProducerConfig } from "./config.js";
-import type { DeviceLedger, LedgerAnswer } from "./device-ledger.js";
+import type { DeviceLedger, LedgerEntry } from "./device-ledger.js";
 import { buildResultPayload } from "./result-payload.js";
 
 type Evidence<K extends HarnessEvidence["kind"]> = Extract<HarnessEvidence, { kind: K }>;
@@ -21,95 +21,91 @@ export interface EvidenceHandlerDeps {
   completions: CompletionMarks;
 }
 
+/** A ledger entry for one device, with the kind of evidence it came from (for the metrics). */
+interface DeviceEntry extends LedgerEntry {
+  deviceId: string;
+  kind: HarnessEvidence["kind"];
+}
+
 /**
- * Turns one piece of harness.evidence into receipt transitions, results and device events. Every step is one
- * Lua call per device slot, keyed by evidenceId, so redelivery changes nothing and emits nothing new.
+ * Turns harness.evidence into receipt transitions, results and device events. The pieces of one read batch are
+ * applied per device in one Lua step each, in stream order, keyed by evidenceId, so redelivery changes nothing and
+ * emits nothing new; different devices (different slots) are applied side by side.
  */
 export class EvidenceHandler {
   constructor(private readonly deps: EvidenceHandlerDeps) {}
 
-  async handle(evidence: HarnessEvidence): Promise<void> {
-    const answers = await this.apply(evidence);
-    for (const answer of answers) {
-      this.deps.applied.inc({ kind: evidence.kind, status: answer.status });
-      if (answer.status === "withheld") this.deps.withheld.inc({ reason: answer.detail });
-    }
+  async handle(batch: readonly HarnessEvidence[]): Promise<void> {
+    const entries: DeviceEntry[] = [];
+    let instance: Promise<string> | undefined;
+    // Read once per batch, and only when a result is built.
+    const currentInstance = () => (instance ??= this.deps.identity.current());
+    for (const evidence of batch) entries.push(...(await this.entriesOf(evidence, currentInstance)));
+    const byDevice = new Map<string, DeviceEntry[]>();
+    for (const entry of entries)
+      byDevice.set(entry.deviceId, [...(byDevice.get(entry.deviceId) ?? []), entry]);
+    await Promise.all(
+      [...byDevice].map(async ([deviceId, owned]) => {
+        const answers = await this.deps.ledger.apply(deviceId, owned);
+        owned.forEach((entry, index) => {
+          const answer = answers[index];
+          if (!answer) return;
+          this.deps.applied.inc({ kind: entry.kind, status: answer.status });
+          if (answer.status === "withheld") this.deps.withheld.inc({ reason: answer.detail });
+        });
+      }),
+    );
   }
 
-  private apply(evidence: HarnessEvidence): Promise<LedgerAnswer[]> {
+  private async entriesOf(
+    evidence: HarnessEvidence,
+    currentInstance: () => Promise<string>,
+  ): Promise<DeviceEntry[]> {
     switch (evidence.kind) {
       case "input.delivered":
-        return this.single(evidence, "delivered", { mode: evidence.mode });
+        return [single(evidence, "delivered", { mode: evidence.mode })];
       case "input.consumed":
-        return this.single(evidence, "consumed", { turnId: randomUUID() });
+        return [single(evidence, "consumed", { turnId: randomUUID() })];
       case "input.rejected":
-        return this.single(evidence, "rejected", {
-          reason: evidence.reason,
-          ...(evidence.code === undefined ? {} : { code: evidence.code }),
-        });
+        return [
+          single(evidence, "rejected", {
+            reason: evidence.reason,
+            ...(evidence.code === undefined ? {} : { code: evidence.code }),
+          }),
+        ];
       case "stop.confirmed":
-        return this.single(evidence, "stop_confirmed", {});
+        return [single(evidence, "stop_confirmed", {})];
       case "evidence.missing":
-        return this.markUnknown(
-          evidence,
-          evidence.members,
-          evidence.reason,
-          `evidence missing: ${evidence.reason}`,
-        );
+        return unknownOf(evidence, evidence.members, evidence.reason, `evidence missing: ${evidence.reason}`);
       case "turn.completed":
-        return this.completeTurn(evidence);
+        return this.completeTurn(evidence, currentInstance);
     }
   }
 
-  private async single(
-    evidence: Evidence<"input.delivered" | "input.consumed" | "input.rejected" | "stop.confirmed">,
-    op: "delivered" | "consumed" | "rejected" | "stop_confirmed",
-    extra: object,
-  ): Promise<LedgerAnswer[]> {
-    const args = { key: evidence.idempotencyKey, deliveryId: evidence.deliveryId, ...extra };
-    return [await this.deps.ledger.apply(evidence.deviceId, op, evidence.evidenceId, args)];
-  }
-
-  /** Members grouped per device: one Lua step per device slot. */
-  private async markUnknown(
-    evidence: HarnessEvidence,
-    members: readonly MemberRef[],
-    code: string,
-    message: string,
-  ): Promise<LedgerAnswer[]> {
-    const answers: LedgerAnswer[] = [];
-    for (const [deviceId, owned] of byDevice(members)) {
-      const args = { members: owned.map(memberArg), code, message };
-      answers.push(await this.deps.ledger.apply(deviceId, "unknown", evidence.evidenceId, args));
-    }
-    return answers;
-  }
-
-  private async completeTurn(evidence: Evidence<"turn.completed">): Promise<LedgerAnswer[]> {
-    const devices = byDevice(evidence.members);
-    if (devices.size > 1) {
+  private async completeTurn(
+    evidence: Evidence<"turn.completed">,
+    currentInstance: () => Promise<string>,
+  ): Promise<DeviceEntry[]> {
+    if (new Set(evidence.members.map((member) => member.deviceId)).size > 1)
       // Grouping across owners needs an authorization this contract does not have: withhold the whole result.
-      return this.markUnknown(
-        evidence,
-        evidence.members,
-        "RESULT_OWNER_MIXED",
-        "members belong to several devices",
-      );
-    }
+      return unknownOf(evidence, evidence.members, "RESULT_OWNER_MIXED", "members belong to several devices");
     const deviceId = evidence.members[0]?.deviceId as string;
+    const instance = await currentInstance();
     const resultId = randomUUID();
-    const serverInstanceId = await this.deps.identity.current();
-    const built = buildResultPayload(evidence, serverInstanceId, resultId);
+    const built = buildResultPayload(evidence, instance, resultId);
+    const members = evidence.members.map(memberArg);
+    const entry = (op: LedgerEntry["op"], args: object): DeviceEntry[] => [
+      { deviceId, kind: evidence.kind, op, evidenceId: evidence.evidenceId, args },
+    ];
     if (!built.ok) {
       this.deps.log.warn({ evidenceId: evidence.evidenceId, ...built.withheld }, "result withheld");
       const { code, message } = built.withheld;
-      const members = evidence.members.map(memberArg);
-      return [
-        await this.deps.ledger.apply(deviceId, "unknown", evidence.evidenceId, { members, code, message }),
-      ];
+      return entry("unknown", { members, code, message });
     }
-    const args = {
-      members: evidence.members.map(memberArg),
+    // Marked before it is applied: a redelivery after a crash between the two applies nothing new and marks nothing.
+    await this.deps.completions.record(instance, resultId, evidence.observedAt);
+    return entry("result", {
+      members,
       resultId,
       payload: built.bytes,
       agentId: evidence.agentId,
@@ -117,18 +113,41 @@ export class EvidenceHandler {
       outcome: evidence.outcome,
       scope: built.members.length === 1 ? "input" : "group",
       resultCapacity: this.deps.config.RECEIPT_CAPACITY,
-    };
-    // Marked before it is applied: a redelivery after a crash between the two applies nothing new and marks nothing.
-    await this.deps.completions.record(serverInstanceId, resultId, evidence.observedAt);
-    return [await this.deps.ledger.apply(deviceId, "result", evidence.evidenceId, args)];
+    });
   }
 }
 
-function byDevice<M extends MemberRef>(members: readonly M[]): Map<string, M[]> {
-  const grouped = new Map<string, M[]>();
+function single(
+  evidence: Evidence<"input.delivered" | "input.consumed" | "input.rejected" | "stop.confirmed">,
+  op: "delivered" | "consumed" | "rejected" | "stop_confirmed",
+  extra: object,
+): DeviceEntry {
+  return {
+    deviceId: evidence.deviceId,
+    kind: evidence.kind,
+    op,
+    evidenceId: evidence.evidenceId,
+    args: { key: evidence.idempotencyKey, deliveryId: evidence.deliveryId, ...extra },
+  };
+}
+
+/** The members' receipts end `unknown` with `code`: one entry per device they belong to. */
+function unknownOf(
+  evidence: HarnessEvidence,
+  members: readonly MemberRef[],
+  code: string,
+  message: string,
+): DeviceEntry[] {
+  const byDevice = new Map<string, MemberRef[]>();
   for (const member of members)
-    grouped.set(member.deviceId, [...(grouped.get(member.deviceId) ?? []), member]);
-  return grouped;
+    byDevice.set(member.deviceId, [...(byDevice.get(member.deviceId) ?? []), member]);
+  return [...byDevice].map(([deviceId, owned]) => ({
+    deviceId,
+    kind: evidence.kind,
+    op: "unknown",
+    evidenceId: evidence.evidenceId,
+    args: { members: owned.map(memberArg), code, message },
+  }));
 }
 
 const memberArg = (member: MemberRef) => ({ key: member.idempotencyKey, deliveryId: member.deliveryId });

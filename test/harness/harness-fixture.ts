@@ -12,6 +12,7 @@ import { hostServices, type HostedServices } from "../../libs/service/service-ho
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
 import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
+import { storedEventSchema, type StoredEvent } from "../../libs/harness-store/stored-records.js";
 import { resultProducerService } from "../../services/result-producer/definition.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { consumerGroupsOf } from "../../libs/streams/group-info.js";
@@ -315,6 +316,24 @@ export async function storeCounts(t: TestRedis, deviceId: string) {
 /** The last eventId handed out on the device's log (0 before its first event). */
 export async function eventHead(t: TestRedis, deviceId: string): Promise<number> {
   return Number((await t.redis.get(new HarnessDeviceKeys(t.keys, deviceId).eventSequence)) ?? 0);
+}
+
+/** The events the device's log still holds, oldest first: eventId and stored body. */
+export async function loggedEvents(
+  t: TestRedis,
+  deviceId: string,
+): Promise<{ eventId: number; body: StoredEvent }[]> {
+  const entries = await t.redis.xrange(new HarnessDeviceKeys(t.keys, deviceId).eventLog, "-", "+");
+  return entries.map(([id, fields]) => ({
+    eventId: Number(id.slice(2)),
+    body: storedEventSchema.parse(JSON.parse(fields[1] ?? "")),
+  }));
+}
+
+/** The log's floor: the eventId before its oldest logged event (its head when it holds none). */
+export async function eventFloor(t: TestRedis, deviceId: string): Promise<number> {
+  const [oldest] = await loggedEvents(t, deviceId);
+  return oldest === undefined ? eventHead(t, deviceId) : oldest.eventId - 1;
 }
 
 /** Waits until the producer's consumer group has acked everything on harness.evidence. */

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { helloResultSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
-import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import {
   HarnessPeer,
+  eventFloor,
   eventHead,
   evidenceSettled,
+  loggedEvents,
   receiptOf,
   useHarnessStack,
   type ReceiptRef,
@@ -33,7 +34,6 @@ async function answered(peer: HarnessPeer, deviceId: string, key: string): Promi
 describe("the per-device event log past its capacity", () => {
   it("keeps the newest events, raises the floor, resyncs a cursor below it and resumes one at it", async () => {
     const deviceId = "lamp-retention";
-    const device = new HarnessDeviceKeys(s.t.keys, deviceId);
     const peer = await HarnessPeer.connect(s.harness.url, deviceId);
     const hello = helloResultSchema.parse(await peer.hello());
     for (const key of ["a", "b", "c"]) await answered(peer, deviceId, key);
@@ -42,8 +42,8 @@ describe("the per-device event log past its capacity", () => {
     await peer.close();
 
     const head = await eventHead(s.t, deviceId);
-    const floor = Number(await s.t.redis.get(device.eventFloor));
-    const retained = (await s.t.redis.zrange(device.events, 0, -1)).map(Number);
+    const floor = await eventFloor(s.t, deviceId);
+    const retained = (await loggedEvents(s.t, deviceId)).map(({ eventId }) => eventId);
     expect(head).toBeGreaterThan(EVENT_CAPACITY);
     expect(retained).toHaveLength(EVENT_CAPACITY);
     // Exactly the newest `capacity` events are kept, and the floor is the highest trimmed eventId.

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import type { Outcome } from "../../libs/contract/turn-result.js";
 import { helloResultSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
 import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
-import { storedEventSchema } from "../../libs/harness-store/stored-records.js";
 import { waitFor } from "../helpers/test-redis.js";
 import {
   expireHarnessDevice,
@@ -10,8 +9,10 @@ import {
 } from "../../services/result-producer/retention/harness-retention.js";
 import {
   HarnessPeer,
+  eventFloor,
   eventHead,
   evidenceSettled,
+  loggedEvents,
   receiptOf,
   storeCounts,
   useHarnessStack,
@@ -253,9 +254,9 @@ describe("the per-device event log past EVENT_RETENTION_SECONDS", () => {
     const peer = await HarnessPeer.connect(s.harness.url, deviceId);
     const hello = helloResultSchema.parse(await peer.hello());
     const eventAt = async (eventId: number) => {
-      const raw = await s.t.redis.hget(device.eventBodies, String(eventId));
-      if (!raw) throw new Error(`event ${eventId} has no body`);
-      return storedEventSchema.parse(JSON.parse(raw)).at;
+      const logged = (await loggedEvents(s.t, deviceId)).find((event) => event.eventId === eventId);
+      if (!logged) throw new Error(`event ${eventId} is not logged`);
+      return logged.body.at;
     };
     const eventIds = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -273,7 +274,7 @@ describe("the per-device event log past EVENT_RETENTION_SECONDS", () => {
     const youngHead = await eventHead(s.t, deviceId);
     const youngAt = await Promise.all(eventIds(oldHead + 1, youngHead).map(eventAt));
     // Nothing was trimmed before the trigger: the young events came while the old ones were within retention.
-    expect(Number((await s.t.redis.get(device.eventFloor)) ?? 0)).toBe(0);
+    expect(await eventFloor(s.t, deviceId)).toBe(0);
 
     await untilOlderThan(newestOld, RETENTION_MS);
     const head = youngHead;
@@ -281,10 +282,9 @@ describe("the per-device event log past EVENT_RETENTION_SECONDS", () => {
     for (const at of oldAt) expect(at).toBeLessThan(cut);
     for (const at of youngAt) expect(at).toBeGreaterThanOrEqual(cut);
 
-    const floor = Number(await s.t.redis.get(device.eventFloor));
+    const floor = await eventFloor(s.t, deviceId);
     expect(floor).toBe(oldHead);
-    expect((await s.t.redis.zrange(device.events, 0, -1)).map(Number)).toEqual(eventIds(oldHead + 1, head));
-    expect((await s.t.redis.hkeys(device.eventBodies)).map(Number).sort((a, b) => a - b)).toEqual(
+    expect((await loggedEvents(s.t, deviceId)).map(({ eventId }) => eventId)).toEqual(
       eventIds(oldHead + 1, head),
     );
     const results = await s.t.redis.zrange(device.results, 0, -1);

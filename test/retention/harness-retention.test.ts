@@ -8,8 +8,8 @@ import {
 import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
 
 /**
- * Issue 16 item 2, Harness side: a device that no longer acts still loses its results, log events, evidence
- * markers and terminal receipts once they are past retention (the trims inside apply-evidence and reserve only
+ * Issue 16 item 2, Harness side: a device that no longer acts still loses its results, log events and terminal
+ * receipts once they are past retention (the trims inside apply-evidence and reserve only
  * run when it acts); nothing younger and no unresolved reservation goes. Records are written in the store layout
  * (docs/architecture.md, "Harness store") with timestamps on either side of each cut.
  */
@@ -32,19 +32,14 @@ async function seed(device: HarnessDeviceKeys, now: number) {
     [2, now - settings.eventRetentionMs - 1],
     [3, now - 1_000],
   ].forEach(([id, at]) => {
-    writes
-      .zadd(device.events, id!, String(id))
-      .hset(device.eventBodies, String(id), JSON.stringify({ kind: "x", at }));
+    writes.xadd(device.eventLog, `0-${id}`, "e", JSON.stringify({ kind: "x", at }));
   });
+  writes.set(device.eventSequence, 3);
   for (const [resultId, at] of [
     ["old-result", now - settings.resultRetentionMs - 1],
     ["young-result", now - 1_000],
   ] as const)
-    writes
-      .hset(device.result(resultId), { payload: "{}", storedAt: at })
-      .zadd(device.results, at, resultId)
-      .hset(`${device.base}:evidence`, `ev-${resultId}`, resultId)
-      .zadd(`${device.base}:evidence-at`, at, `ev-${resultId}`);
+    writes.hset(device.result(resultId), { payload: "{}", storedAt: at }).zadd(device.results, at, resultId);
   for (const [key, at, terminal] of [
     ["old-terminal", now - settings.receiptRetentionMs - 1, true],
     ["young-terminal", now - 1_000, true],
@@ -64,12 +59,10 @@ describe("the Harness expiry step", () => {
 
     const next = await expireHarnessDevice(t.redis, t.keys, "lamp-h-retention", settings, now);
 
-    expect(await t.redis.zrange(device.events, 0, -1)).toEqual(["3"]);
-    expect(await t.redis.hkeys(device.eventBodies)).toEqual(["3"]);
-    expect(await t.redis.get(device.eventFloor)).toBe("2");
+    // The log keeps only the young event: its floor (the eventId before its oldest) rises to 2.
+    expect((await t.redis.xrange(device.eventLog, "-", "+")).map(([id]) => id)).toEqual(["0-3"]);
     expect(await t.redis.zrange(device.results, 0, -1)).toEqual(["young-result"]);
     expect(await t.redis.exists(device.result("old-result"), device.result("young-result"))).toBe(1);
-    expect(await t.redis.hkeys(`${device.base}:evidence`)).toEqual(["ev-young-result"]);
     expect(await t.redis.zrange(device.reservations, 0, -1)).toEqual(["old-unresolved", "young-terminal"]);
     expect(await t.redis.exists(device.reservation("old-terminal"))).toBe(0);
     expect(await t.redis.exists(device.reservation("old-unresolved"))).toBe(1);

@@ -17,6 +17,12 @@ const openResyncScript = LuaScript.fromFile(
   z.tuple([z.number().int(), z.array(z.string())]),
 );
 
+/** {head, floor} of the device's log. */
+const logBoundsScript = LuaScript.fromFile(
+  new URL("../lua/log-bounds-1.lua", import.meta.url),
+  z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
+);
+
 /** {eventId, body, resultFields} of each event past the cursor (resultFields empty unless a stored result's). */
 const eventsAfterScript = LuaScript.fromFile(
   new URL("../lua/events-after-1.lua", import.meta.url),
@@ -43,9 +49,8 @@ export class DeviceEventLog {
 
   /** `head`: last eventId handed out; `floor`: highest eventId trimmed (a resume below it missed events). */
   async bounds(deviceId: string): Promise<{ head: number; floor: number }> {
-    const device = this.device(deviceId);
-    const [head, floor] = await this.redis.mget(device.eventSequence, device.eventFloor);
-    return { head: Number(head ?? 0), floor: Number(floor ?? 0) };
+    const [head, floor] = await logBoundsScript.run(this.redis, [this.device(deviceId).base], []);
+    return { head, floor };
   }
 
   /** Up to `limit` events past `cursor`, each result event with its stored result: one round trip. */

@@ -1,9 +1,9 @@
 -- Removes what one device's Harness store retains past retention, in one atomic step on its slot (KEYS[1] = B),
 -- and says when the device comes due again. Driven by the result-producer's retention index, never a SCAN, so a
 -- quiet device's old records go too. apply-evidence trims only by capacity and reserve only when the device acts.
--- ARGV: now, eventRetentionMs, resultRetentionMs (results and evidence markers), receiptRetentionMs, limit.
--- Goes: log events older than their retention (the floor moves with them), results and evidence markers older
--- than result retention, terminal receipts older than receipt retention (an unresolved reservation never goes).
+-- ARGV: now, eventRetentionMs, resultRetentionMs, receiptRetentionMs, limit.
+-- Goes: log events older than their retention (the log's floor moves with them), results older than result
+-- retention, terminal receipts older than receipt retention (an unresolved reservation never goes).
 -- Returns {removed, nextDue}: nextDue 0 = nothing retained is left to expire (an unresolved reservation lists the
 -- device again when it ends).
 local base = KEYS[1]
@@ -15,21 +15,19 @@ local function due_at(at)
   if next_due == 0 or at < next_due then next_due = at end
 end
 
-local events, bodies = base .. ':events', base .. ':event-body'
-while removed < limit do
-  local oldest = redis.call('ZRANGE', events, 0, 0)[1]
-  if not oldest then break end
-  local body = redis.call('HGET', bodies, oldest)
-  local at = body and cjson.decode(body).at or 0
+-- The log is in eventId order and events are appended with the time they happened: the expired ones lead it.
+local log = base .. ':event-log'
+local last_expired
+for _, entry in ipairs(redis.call('XRANGE', log, '-', '+', 'COUNT', limit)) do
+  local at = cjson.decode(entry[2][2]).at or 0
   if at >= now - event_ms then
     due_at(at + event_ms)
     break
   end
-  redis.call('ZREM', events, oldest)
-  redis.call('HDEL', bodies, oldest)
-  redis.call('SET', base .. ':event-floor', oldest)
+  last_expired = tonumber(string.sub(entry[1], 3))
   removed = removed + 1
 end
+if last_expired then redis.call('XTRIM', log, 'MINID', '0-' .. (last_expired + 1)) end
 
 -- A zset scored by time: members older than the cut go through `drop`; the oldest left sets the due time.
 local function expire_by_score(key, retention_ms, drop)
@@ -45,9 +43,6 @@ end
 
 expire_by_score(base .. ':results', result_ms, function(result_id)
   redis.call('DEL', base .. ':result:' .. result_id)
-end)
-expire_by_score(base .. ':evidence-at', result_ms, function(evidence_id)
-  redis.call('HDEL', base .. ':evidence', evidence_id)
 end)
 expire_by_score(base .. ':res-terminal', receipt_ms, function(key)
   redis.call('DEL', base .. ':res:' .. key)

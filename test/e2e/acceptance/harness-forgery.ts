@@ -1,4 +1,5 @@
 import { canonicalJson } from "../../../libs/contract/canonical-json.js";
+import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import type { TurnResultPayload } from "../../../libs/contract/turn-result.js";
 import { MACHINE, type E2EStack } from "../stack.js";
 
@@ -23,14 +24,14 @@ export async function harnessInstance(stack: E2EStack): Promise<string> {
  * like any other result, so the router sees precisely the event a wrong Harness would send.
  */
 export async function forgeHarnessResult(stack: E2EStack, forged: ForgedResult): Promise<void> {
-  const base = stack.keys.harnessDevice(forged.deviceId);
+  const device = new HarnessDeviceKeys(stack.keys, forged.deviceId);
   const { payload } = forged;
   const members = payload.correlation.inputs;
   const now = Date.now();
-  const eventId = await stack.redis.incr(`${base}:event-seq`);
+  const eventId = await stack.redis.incr(device.eventSequence);
   await stack.redis
     .multi()
-    .hset(`${base}:result:${payload.resultId}`, {
+    .hset(device.result(payload.resultId), {
       resultId: payload.resultId,
       payload: canonicalJson(payload),
       agentId: forged.agentId,
@@ -41,13 +42,13 @@ export async function forgeHarnessResult(stack: E2EStack, forged: ForgedResult):
       singleTurnId: "",
       storedAt: now,
     })
-    .zadd(`${base}:results`, now, payload.resultId)
-    .hset(
-      `${base}:event-body`,
-      eventId,
+    .zadd(device.results, now, payload.resultId)
+    .xadd(
+      device.eventLog,
+      `0-${eventId}`,
+      "e",
       JSON.stringify({ kind: "result", resultId: payload.resultId, at: now }),
     )
-    .zadd(`${base}:events`, eventId, eventId)
     .publish(stack.keys.key("h", "events"), forged.deviceId)
     .exec();
 }
@@ -61,18 +62,15 @@ export async function reappendHarnessEvents(
   deviceId: string,
   eventIds: number[],
 ): Promise<string[]> {
-  const base = stack.keys.harnessDevice(deviceId);
+  const device = new HarnessDeviceKeys(stack.keys, deviceId);
+  const logged = new Map((await harnessEventLog(stack, deviceId)).map((event) => [event.eventId, event]));
   const kinds: string[] = [];
   for (const eventId of eventIds) {
-    const body = await stack.redis.hget(`${base}:event-body`, String(eventId));
-    if (body === null) throw new Error(`event ${eventId} of ${deviceId} is not in the log`);
-    const copyId = await stack.redis.incr(`${base}:event-seq`);
-    await stack.redis
-      .multi()
-      .hset(`${base}:event-body`, copyId, body)
-      .zadd(`${base}:events`, copyId, copyId)
-      .exec();
-    kinds.push((JSON.parse(body) as { kind: string }).kind);
+    const event = logged.get(eventId);
+    if (event === undefined) throw new Error(`event ${eventId} of ${deviceId} is not in the log`);
+    const copyId = await stack.redis.incr(device.eventSequence);
+    await stack.redis.xadd(device.eventLog, `0-${copyId}`, "e", JSON.stringify(event.body));
+    kinds.push(event.kind);
   }
   await stack.redis.publish(stack.keys.key("h", "events"), deviceId);
   return kinds;
@@ -83,12 +81,9 @@ export async function harnessEventLog(
   stack: E2EStack,
   deviceId: string,
 ): Promise<{ eventId: number; kind: string; body: Record<string, unknown> }[]> {
-  const base = stack.keys.harnessDevice(deviceId);
-  const ids = await stack.redis.zrange(`${base}:events`, 0, -1);
-  if (ids.length === 0) return [];
-  const bodies = await stack.redis.hmget(`${base}:event-body`, ...ids);
-  return ids.map((id, index) => {
-    const body = JSON.parse(bodies[index] ?? "{}") as Record<string, unknown>;
-    return { eventId: Number(id), kind: String(body.kind), body };
+  const entries = await stack.redis.xrange(new HarnessDeviceKeys(stack.keys, deviceId).eventLog, "-", "+");
+  return entries.map(([id, fields]) => {
+    const body = JSON.parse(fields[1] ?? "{}") as Record<string, unknown>;
+    return { eventId: Number(id.slice(2)), kind: String(body.kind), body };
   });
 }
