@@ -22,7 +22,7 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-/** A message binding (our deliveryId): its own app id is its scope, so each one is one row in each hash. */
+/** A message binding (our deliveryId): its own app id is its scope, so each one is one row. */
 function message(deliveryId: string): IdentityBinding {
   return {
     id: `binding-${deliveryId}`,
@@ -48,13 +48,11 @@ function message(deliveryId: string): IdentityBinding {
 
 const base = () => t.keys.agent(AGENT);
 async function stored() {
-  const [runtime, identity, runtimeIndex, identityIndex] = await Promise.all([
-    t.redis.hkeys(`${base()}:bindings:${RUNTIME}`),
+  const [identity, identityIndex] = await Promise.all([
     t.redis.hkeys(`${base()}:identity`),
-    t.redis.zcard(`${base()}:bindings-at:${RUNTIME}`),
     t.redis.zcard(`${base()}:identity-at`),
   ]);
-  return { runtime: runtime.sort(), identity: identity.sort(), runtimeIndex, identityIndex };
+  return { identity: identity.sort(), identityIndex };
 }
 
 describe("identity bindings of a long-lived agent stay bounded", () => {
@@ -65,59 +63,48 @@ describe("identity bindings of a long-lived agent stay bounded", () => {
       IdentityBinding,
       IdentityBinding,
     ];
-    expect(await store.persistBindings(AGENT, RUNTIME, [old, seenAgain])).toBe(0);
+    expect(await store.persistBindings(AGENT, [old, seenAgain])).toBe(0);
     clock = T0 + RETENTION_MS / 2;
-    expect(await store.persistBindings(AGENT, RUNTIME, [seenAgain, young])).toBe(0);
+    expect(await store.persistBindings(AGENT, [seenAgain, young])).toBe(0);
     clock = T0 + RETENTION_MS + 1;
-    expect(await store.persistBindings(AGENT, RUNTIME, [fresh])).toBe(0);
+    expect(await store.persistBindings(AGENT, [fresh])).toBe(0);
 
     const kept = [seenAgain, young, fresh];
-    expect(await stored()).toEqual({
-      runtime: kept.map((binding) => `message|${binding.appEntityId}`).sort(),
-      identity: kept.map(bindingScopeKey).sort(),
-      runtimeIndex: 3,
-      identityIndex: 3,
-    });
+    expect(await stored()).toEqual({ identity: kept.map(bindingScopeKey).sort(), identityIndex: 3 });
   });
 
   it("bind steps over thirty retentions keep only the last retention's bindings", async () => {
     const stepMs = RETENTION_MS / 10;
     for (let step = 0; step < 300; step += 1) {
       clock = T0 + step * stepMs;
-      await store.persistBindings(AGENT, RUNTIME, [message(`d-${step}-a`), message(`d-${step}-b`)]);
+      await store.persistBindings(AGENT, [message(`d-${step}-a`), message(`d-${step}-b`)]);
     }
-    const { runtime, identity, runtimeIndex, identityIndex } = await stored();
+    const { identity, identityIndex } = await stored();
     // Steps within the retention (the last 10, and the one exactly at its edge) with two bindings each.
-    expect(runtime).toHaveLength(22);
     expect(identity).toHaveLength(22);
-    expect([runtimeIndex, identityIndex]).toEqual([22, 22]);
-    expect(runtime).toContain("message|d-299-a");
-    expect(runtime).not.toContain("message|d-288-a");
+    expect(identityIndex).toBe(22);
+    expect(identity).toContain(bindingScopeKey(message("d-299-a")));
+    expect(identity).not.toContain(bindingScopeKey(message("d-288-a")));
   });
 });
 
 describe("the expiry of an agent's binding keys", () => {
-  const keysOf = () => [
-    `${base()}:bindings:${RUNTIME}`,
-    `${base()}:bindings-at:${RUNTIME}`,
-    `${base()}:identity`,
-    `${base()}:identity-at`,
-  ];
+  const keysOf = () => [`${base()}:identity`, `${base()}:identity-at`];
   const ttls = () => Promise.all(keysOf().map((key) => t.redis.pttl(key)));
 
   it("is renewed to one and a half retentions only when less than one is left, so a key outlives its last binding by a retention", async () => {
-    await store.persistBindings(AGENT, RUNTIME, [message("d-first")]);
+    await store.persistBindings(AGENT, [message("d-first")]);
     for (const ttl of await ttls()) {
       expect(ttl).toBeGreaterThan(RETENTION_MS);
       expect(ttl).toBeLessThanOrEqual(RETENTION_MS * 1.5);
     }
     // More than one retention left: a later binding leaves every expiry where it was.
     await Promise.all(keysOf().map((key) => t.redis.pexpire(key, RETENTION_MS + 5_000)));
-    await store.persistBindings(AGENT, RUNTIME, [message("d-second")]);
+    await store.persistBindings(AGENT, [message("d-second")]);
     for (const ttl of await ttls()) expect(ttl).toBeLessThanOrEqual(RETENTION_MS + 5_000);
-    // Less than one left: the next binding renews all four.
+    // Less than one left: the next binding renews both.
     await Promise.all(keysOf().map((key) => t.redis.pexpire(key, RETENTION_MS - 5_000)));
-    await store.persistBindings(AGENT, RUNTIME, [message("d-third")]);
+    await store.persistBindings(AGENT, [message("d-third")]);
     for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(RETENTION_MS);
   });
 });

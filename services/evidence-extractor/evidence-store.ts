@@ -4,12 +4,7 @@ import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
-import {
-  bindingField,
-  bindingScopeKey,
-  identityBindingSchema,
-  type IdentityBinding,
-} from "./identity-binding.js";
+import { bindingScopeKey, identityBindingSchema, type IdentityBinding } from "./identity-binding.js";
 import type { RuntimeState } from "./runtime-state.js";
 import { parseStoredState } from "./stored-state.js";
 import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
@@ -33,9 +28,9 @@ export interface LoadedRuntime {
 
 /**
  * Where the extractor keeps its durable state, all under the agent's hash tag (`<p>:ev:{a:<agentId>}`):
- * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes), `:bindings:<runtimeId>` (hash: what
- * that runtime bound) and `:identity` (hash: the mapping store keyed by native scope, shared by every runtime), each
- * binding hash with its retention index (`:bindings-at:<runtimeId>`, `:identity-at`: field by last sighting).
+ * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes) and `:identity` (hash: the mapping
+ * store keyed by native scope, shared by every runtime) with its retention index (`:identity-at`: scope key by last
+ * sighting).
  */
 export class EvidenceStore {
   constructor(
@@ -58,18 +53,17 @@ export class EvidenceStore {
    * Returns how many bindings already existed with different content (should be 0: ids are deterministic). Bindings
    * not seen for the retention are removed on the way, so a long-lived agent's mapping store stays bounded.
    */
-  async persistBindings(agentId: string, runtimeId: string, bindings: IdentityBinding[]): Promise<number> {
+  async persistBindings(agentId: string, bindings: IdentityBinding[]): Promise<number> {
     if (bindings.length === 0) return 0;
     const rows = bindings.flatMap((binding) => [
-      bindingField(binding),
-      JSON.stringify(binding),
       bindingScopeKey(binding),
+      JSON.stringify(binding),
       binding.appEntityId,
     ]);
     return bindIdentities.run(
       this.redis,
       [this.keys.agent(agentId)],
-      [runtimeId, this.bindingRetentionMs, this.now(), ...rows],
+      [this.bindingRetentionMs, this.now(), ...rows],
     );
   }
 
@@ -77,10 +71,6 @@ export class EvidenceStore {
   async findBinding(agentId: string, scopeKey: string): Promise<IdentityBinding | undefined> {
     const json = await this.redis.hget(`${this.keys.agent(agentId)}:identity`, scopeKey);
     return json === null ? undefined : identityBindingSchema.parse(JSON.parse(json));
-  }
-
-  async bindings(agentId: string, runtimeId: string): Promise<Record<string, string>> {
-    return this.redis.hgetall(`${this.keys.agent(agentId)}:bindings:${runtimeId}`);
   }
 
   /**

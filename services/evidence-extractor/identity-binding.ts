@@ -40,11 +40,6 @@ export const identityBindingSchema = z.object({
 });
 export type IdentityBinding = z.infer<typeof identityBindingSchema>;
 
-/** Field under which a runtime's own hash keeps a binding: one row per app entity, reprocessing finds it. */
-export function bindingField(binding: IdentityBinding): string {
-  return `${binding.appEntityKind}|${binding.appEntityId}`;
-}
-
 /** A native entity inside the scope that makes its id unambiguous (seed 004 "preferred matching keys"). */
 export interface NativeScope {
   appEntityKind: AppEntityKind;

@@ -16,14 +16,24 @@ const THREAD = "019f2000-0000-7000-8000-00000000000a";
 const TURN = "019f2000-0000-7000-8000-00000000000b";
 const SESSION = "5e55-0000-4000-8000-000000000001";
 
+/** The extractor's store, remembering every binding a step persisted (the mapping store keeps only the first). */
+class RecordingStore extends EvidenceStore {
+  readonly persisted: IdentityBinding[] = [];
+
+  override async persistBindings(agentId: string, bindings: IdentityBinding[]): Promise<number> {
+    this.persisted.push(...bindings);
+    return super.persistBindings(agentId, bindings);
+  }
+}
+
 let t: TestRedis;
-let store: EvidenceStore;
+let store: RecordingStore;
 let metrics: ExtractorMetrics;
 let processor: RecordProcessor;
 
 beforeEach(() => {
   t = createTestRedis("identity-resume");
-  store = new EvidenceStore(t.redis, t.keys, 60_000);
+  store = new RecordingStore(t.redis, t.keys, 60_000);
   metrics = extractorMetrics(new Registry());
   processor = new RecordProcessor({ store, limits: TEST_LIMITS, orderWaitMs: 0, metrics });
 });
@@ -57,9 +67,12 @@ async function processAll(records: EngineRecord[]): Promise<void> {
   for (const record of records) await processor.process(record);
 }
 
+/** The bindings `runtimeId`'s records persisted, one per app entity. */
 async function runtimeBindings(runtimeId: string): Promise<IdentityBinding[]> {
-  const rows = Object.values(await store.bindings(AGENT, runtimeId));
-  return rows.map((json) => identityBindingSchema.parse(JSON.parse(json)));
+  const bound = new Map<string, IdentityBinding>();
+  for (const binding of store.persisted)
+    if (binding.providerSessionId === runtimeId) bound.set(binding.id, identityBindingSchema.parse(binding));
+  return [...bound.values()];
 }
 
 function only(bindings: IdentityBinding[], kind: IdentityBinding["appEntityKind"]): IdentityBinding {

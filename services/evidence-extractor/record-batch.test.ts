@@ -4,12 +4,16 @@ import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EngineRecord } from "../../libs/contract/streams.js";
 import { fixtureRecords } from "../../test/corpus-replay/fixture-records.js";
-import { evidencePayloads, TEST_LIMITS } from "../../test/corpus-replay/redis-replay.js";
+import {
+  evidencePayloads,
+  expectedMappingRows,
+  storedMappingRows,
+  TEST_LIMITS,
+} from "../../test/corpus-replay/redis-replay.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { AgentEvidenceReplay } from "./agent-replay.js";
 import { EvidenceStore, type LoadedRuntime } from "./evidence-store.js";
 import { extractorMetrics } from "./extractor-metrics.js";
-import { bindingField } from "./identity-binding.js";
 import { RecordBatch } from "./record-batch.js";
 import { RecordProcessor } from "./record-processor.js";
 
@@ -47,11 +51,7 @@ function reference(entries: Entry[]) {
   const replays = [...byAgent.values()];
   return {
     evidence: replays.flatMap((replay) => replay.evidence).map((entry) => JSON.stringify(entry)),
-    bindings: new Map(
-      replays
-        .flatMap((replay) => replay.bindings)
-        .map((binding) => [`${binding.providerSessionId}|${bindingField(binding)}`, JSON.stringify(binding)]),
-    ),
+    bindings: expectedMappingRows(replays.flatMap((replay) => replay.bindings)),
   };
 }
 
@@ -82,14 +82,11 @@ async function consume(entries: Entry[], batchSize: number, evidenceStore = stor
   return undone;
 }
 
-async function storedBindings(entries: Entry[]): Promise<Map<string, string>> {
-  const stored = new Map<string, string>();
-  const runtimes = new Map(entries.map(({ payload }) => [payload.runtimeId, payload.agentId]));
-  for (const [runtimeId, agentId] of runtimes)
-    for (const [field, json] of Object.entries(await store.bindings(agentId, runtimeId)))
-      stored.set(`${runtimeId}|${field}`, json);
-  return stored;
-}
+const storedBindings = (entries: Entry[]) =>
+  storedMappingRows(
+    t,
+    entries.map(({ payload }) => payload.agentId),
+  );
 
 beforeEach(() => {
   t = createTestRedis("record-batch");

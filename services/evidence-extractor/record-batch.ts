@@ -98,7 +98,7 @@ export class RecordBatch {
       metrics.records.inc({ engine: payload.engine, status: "redelivered" });
     if (!run.state || run.applied.length === 0) return;
     const bindings = run.steps.flatMap((step) => step.bindings);
-    const conflicts = await store.persistBindings(run.state.agentId, run.state.runtimeId, bindings);
+    const conflicts = await store.persistBindings(run.state.agentId, bindings);
     if (conflicts > 0) metrics.bindingConflicts.inc(conflicts);
     await store.emit(run.steps.flatMap((step) => step.evidence));
     if (!(await store.advance(run.state, run.expectedSeq))) {

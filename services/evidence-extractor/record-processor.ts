@@ -37,7 +37,7 @@ export class RecordProcessor {
     applyRecord(state, record, limits, step);
     state.appliedSeq = record.seq;
 
-    const conflicts = await store.persistBindings(record.agentId, record.runtimeId, step.bindings);
+    const conflicts = await store.persistBindings(record.agentId, step.bindings);
     if (conflicts > 0) metrics.bindingConflicts.inc(conflicts);
     await store.emit(step.evidence);
     for (const previous of superseded)

@@ -1,5 +1,6 @@
 import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
 import { STREAMS, harnessEvidenceSchema } from "../../libs/contract/streams.js";
+import { bindingScopeKey, type IdentityBinding } from "../../services/evidence-extractor/identity-binding.js";
 import { EvidenceStore } from "../../services/evidence-extractor/evidence-store.js";
 import { extractorMetrics } from "../../services/evidence-extractor/extractor-metrics.js";
 import { RecordProcessor } from "../../services/evidence-extractor/record-processor.js";
@@ -41,4 +42,26 @@ export async function evidencePayloads(t: TestRedis): Promise<string[]> {
 
 export async function emittedEvidence(t: TestRedis): Promise<HarnessEvidence[]> {
   return (await evidencePayloads(t)).map((raw) => harnessEvidenceSchema.parse(JSON.parse(raw)));
+}
+
+/** The agents' mapping stores as stored: `agentId|scopeKey` -> row JSON. */
+export async function storedMappingRows(
+  t: TestRedis,
+  agentIds: Iterable<string>,
+): Promise<Map<string, string>> {
+  const stored = new Map<string, string>();
+  for (const agentId of new Set(agentIds))
+    for (const [field, json] of Object.entries(await t.redis.hgetall(`${t.keys.agent(agentId)}:identity`)))
+      stored.set(`${agentId}|${field}`, json);
+  return stored;
+}
+
+/** What the mapping stores must hold for these bindings: the first row per native scope of each agent. */
+export function expectedMappingRows(bindings: readonly IdentityBinding[]): Map<string, string> {
+  const rows = new Map<string, string>();
+  for (const binding of bindings) {
+    const field = `${binding.scope.threadId}|${bindingScopeKey(binding)}`;
+    if (!rows.has(field)) rows.set(field, JSON.stringify(binding));
+  }
+  return rows;
 }

@@ -4,11 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { STREAMS, type EngineRecord } from "../../libs/contract/streams.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
-import { bindingField } from "../../services/evidence-extractor/identity-binding.js";
 import { TsProcess } from "../helpers/child-process.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { fixtureRecords } from "./fixture-records.js";
-import { evidencePayloads, processAll, redisProcessor, TEST_LIMITS } from "./redis-replay.js";
+import {
+  evidencePayloads,
+  expectedMappingRows,
+  processAll,
+  redisProcessor,
+  storedMappingRows,
+  TEST_LIMITS,
+} from "./redis-replay.js";
 
 const fixturesDir = fileURLToPath(new URL("./fixtures/", import.meta.url));
 const AGENTS = 12;
@@ -44,25 +50,11 @@ function reference(records: EngineRecord[]) {
   };
 }
 
-async function storedBindings(t: TestRedis, records: EngineRecord[]): Promise<Map<string, string>> {
-  const stored = new Map<string, string>();
-  const runtimes = new Set(records.map((record) => `${record.agentId}|${record.runtimeId}`));
-  for (const runtime of runtimes) {
-    const [agentId, runtimeId] = runtime.split("|") as [string, string];
-    const hash = await t.redis.hgetall(`${t.keys.agent(agentId)}:bindings:${runtimeId}`);
-    for (const [field, json] of Object.entries(hash)) stored.set(`${runtimeId}|${field}`, json);
-  }
-  return stored;
-}
-
-function expectedBindings(bindings: ReturnType<typeof reference>["bindings"]): Map<string, string> {
-  return new Map(
-    bindings.map((binding) => [
-      `${binding.providerSessionId}|${bindingField(binding)}`,
-      JSON.stringify(binding),
-    ]),
+const storedBindings = (t: TestRedis, records: EngineRecord[]) =>
+  storedMappingRows(
+    t,
+    records.map((record) => record.agentId),
   );
-}
 
 /** Same evidenceId always carries the same bytes; deduped by id, the stream equals the reference. */
 function dedupedById(payloads: string[]): string[] {
@@ -99,7 +91,7 @@ describe("replay determinism of the evidence extractor", () => {
     expect(await evidencePayloads(first)).toEqual(once);
     expect(await storedBindings(first, records)).toEqual(bindingsOnce);
     expect(once).toEqual(expected.evidence);
-    expect(bindingsOnce).toEqual(expectedBindings(expected.bindings));
+    expect(bindingsOnce).toEqual(expectedMappingRows(expected.bindings));
   });
 
   it("survives SIGKILL of the extractor process mid-stream with byte-identical evidence and bindings", async () => {
@@ -142,7 +134,7 @@ describe("replay determinism of the evidence extractor", () => {
           );
         expect(ofRuntime(persisted)).toEqual(ofRuntime(expected.evidence));
       }
-      expect(await storedBindings(second, records)).toEqual(expectedBindings(expected.bindings));
+      expect(await storedBindings(second, records)).toEqual(expectedMappingRows(expected.bindings));
     } finally {
       await extractor.kill("SIGKILL");
     }
