@@ -5,7 +5,7 @@ import { Redis } from "ioredis";
 import { z } from "zod";
 import { countOption } from "./count-option.js";
 import { STREAM_CATALOG } from "../libs/contract/catalog.js";
-import type { EngineRecord } from "../libs/contract/streams.js";
+import { ENGINE_RECORDS_PER_ENTRY, engineRecordEntry, type EngineRecord } from "../libs/contract/streams.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
 import { hostServices } from "../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../libs/streams/stream-writer.js";
@@ -103,15 +103,25 @@ async function serviceRun(workload: Workload): Promise<void> {
   const agentId = "bench-service";
   const keys = new Keyspace(prefix);
   const streamKey = keys.stream(STREAM_CATALOG.engineRecords.name);
+  // Entries as the runner writes them under load: a runtime's consecutive records, up to a full entry each.
   let batch = redis.pipeline();
   let queued = 0;
+  let entry: EngineRecord[] = [];
+  const flush = () => {
+    if (entry.length > 0) batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(engineRecordEntry(entry)));
+    entry = [];
+  };
   for (const record of workload.generate(agentId)) {
-    batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(record));
+    if (entry.length === ENGINE_RECORDS_PER_ENTRY || (entry[0] && entry[0].runtimeId !== record.runtimeId))
+      flush();
+    entry.push(record);
     if (++queued % 2_000 === 0) {
+      flush();
       await batch.exec();
       batch = redis.pipeline();
     }
   }
+  flush();
   await batch.exec();
   const hosted = await hostServices("bench", [evidenceExtractorService], {
     ...process.env,

@@ -6,7 +6,7 @@ import { protocolErrorRecordSchema, rejectionRecordSchema } from "../os-store/re
 import { consumerSettingsOf, STREAM_CONSUMER_ENV } from "../streams/consumer-settings.js";
 import { lampDeliverySchema, lampEventSchema, playbackJobSchema } from "./lamp-payloads.js";
 import {
-  engineRecordSchema,
+  engineRecordEntrySchema,
   harnessDispatchSchema,
   harnessEvidenceSchema,
   osResolvedSchema,
@@ -105,14 +105,14 @@ export const STREAM_CATALOG = {
   },
   engineRecords: {
     name: "engine.records",
-    schema: engineRecordSchema,
+    schema: engineRecordEntrySchema,
     keyspace: "pipeline",
     partitionBy: "agentId",
     producers: ["engine-runner"],
     consumers: { evidenceExtractor: { group: "evidence-extractor", service: "evidence-extractor" } },
     reading: hostGroups("engine.records"),
     carries:
-      "raw engine frames (inbound, unmodified), what we wrote (outbound, linked to the input), hand-overs, runtime start/exit; `runtimeId` + gap-free `seq`",
+      "`records`: one runtime's records of one write, in seq order: raw engine frames (inbound, unmodified), what we wrote (outbound, linked to the input), hand-overs, runtime start/exit; `runtimeId` + gap-free `seq`",
   },
   harnessEvidence: {
     name: "harness.evidence",

@@ -101,6 +101,37 @@ export const engineRecordSchema = z.strictObject({
 });
 export type EngineRecord = z.infer<typeof engineRecordSchema>;
 
+/** At most this many records go into one engine.records entry. */
+export const ENGINE_RECORDS_PER_ENTRY = 64;
+
+/**
+ * One engine.records entry: the records of one runtime the runner appended in one write (what the engine printed
+ * together), in seq order with no gap; `agentId` (theirs) places it on the agent's partition. Each record is still
+ * one raw frame, untouched; an entry only saves the stream a write per frame.
+ */
+export const engineRecordEntrySchema = z
+  .strictObject({
+    agentId: opaqueIdSchema,
+    records: z.array(engineRecordSchema).min(1).max(ENGINE_RECORDS_PER_ENTRY),
+  })
+  .refine(
+    ({ agentId, records }) =>
+      records.every(
+        (record, index) =>
+          record.agentId === agentId &&
+          (index === 0 ||
+            (record.runtimeId === records[0]?.runtimeId &&
+              record.seq === (records[index - 1]?.seq ?? 0) + 1)),
+      ),
+    { message: "an entry holds one runtime's records of its agent, in seq order with no gap" },
+  );
+
+/** The entry of records appended together (one runtime's, in seq order). */
+export function engineRecordEntry(records: readonly EngineRecord[]): EngineRecordEntry {
+  return { agentId: records[0]?.agentId ?? "", records: [...records] };
+}
+export type EngineRecordEntry = z.infer<typeof engineRecordEntrySchema>;
+
 // ---- harness.evidence: evidence-extractor -> result-producer ---------------------------------------------------
 
 export const evidenceMemberSchema = z.strictObject({

@@ -1,6 +1,12 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { EngineKind } from "../../libs/contract/engine.js";
-import { STREAMS, engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import {
+  ENGINE_RECORDS_PER_ENTRY,
+  STREAMS,
+  engineRecordEntry,
+  engineRecordSchema,
+  type EngineRecord,
+} from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -42,15 +48,16 @@ interface PendingAppend {
   durable: () => void;
 }
 
-/** How many records one write sends at most: one XADD pipeline and one position write. */
-const MAX_RECORDS_PER_WRITE = 64;
+/** Raw bytes one entry carries at most (a long answer is one record alone, whatever its size). */
+const MAX_ENTRY_BYTES = 256 * 1024;
 
 /**
  * The `engine.records` of one runtime: appends are written strictly in order, so stream order is seq order and
- * seq is gap-free. The records that arrive while a write is in flight go out together in the next one: their XADDs
- * as one pipeline and the runtime's position (`stateKey`: runtimeId, last seq, and any extra state such as a read
- * offset) as one write beside it, sent at the same moment, so a restarted runner knows what it appended. Only the
- * appends must succeed; a position write that failed alone lags until the next write.
+ * seq is gap-free. The records that arrive while a write is in flight go out together in the next one: one stream
+ * entry (up to ENGINE_RECORDS_PER_ENTRY records, MAX_ENTRY_BYTES) and the runtime's position (`stateKey`:
+ * runtimeId, last seq, and any extra state such as a read offset) as one write beside it, sent at the same moment,
+ * so a restarted runner knows what it appended. Only the append must succeed; a position write that failed alone
+ * lags until the next write.
  */
 export class RuntimeRecordLog {
   private seq: number;
@@ -105,42 +112,46 @@ export class RuntimeRecordLog {
     this.writerRunning = false;
   }
 
-  /** The oldest pending records, ending at the first that clears the position (nothing follows a clear). */
+  /**
+   * The oldest pending records that fit one entry, ending at the first that clears the position (nothing follows a
+   * clear).
+   */
   private nextBatch(): PendingAppend[] {
-    const cleared = this.pending.findIndex((appended) => appended.state === "clear");
-    const size = Math.min(MAX_RECORDS_PER_WRITE, cleared === -1 ? this.pending.length : cleared + 1);
+    let size = 0;
+    let bytes = 0;
+    for (const appended of this.pending) {
+      const record = appended.entry.record;
+      bytes += "raw" in record ? record.raw.length : 0;
+      if (size > 0 && (size === ENGINE_RECORDS_PER_ENTRY || bytes > MAX_ENTRY_BYTES)) break;
+      size += 1;
+      if (appended.state === "clear") break;
+    }
     return this.pending.splice(0, size);
   }
 
   private async write(batch: PendingAppend[]): Promise<void> {
-    let unwritten = batch;
+    const payload = JSON.stringify(engineRecordEntry(batch.map(({ entry }) => entry)));
     for (let attempt = 0; ; attempt += 1) {
       // Sent together but not as one pipeline: the stream and the agent's key live in different cluster slots.
-      const [appended] = await Promise.allSettled([this.appendRecords(unwritten), this.savePosition(batch)]);
-      const written = appended.status === "fulfilled" ? appended.value : 0;
-      this.countAppended(unwritten.slice(0, written));
-      unwritten = unwritten.slice(written);
-      if (unwritten.length === 0) return;
+      const [appended] = await Promise.allSettled([
+        this.deps.redis.xadd(this.streamKey, "*", PAYLOAD_FIELD, payload),
+        this.savePosition(batch),
+      ]);
+      if (appended.status === "fulfilled") {
+        this.countAppended(batch);
+        return;
+      }
       this.deps.log.warn(
         {
           agentId: this.agent.agentId,
-          seq: unwritten[0]?.entry.seq,
+          seq: batch[0]?.entry.seq,
           attempt,
-          err: appended.status === "rejected" ? errorMessage(appended.reason) : "XADD failed",
+          err: errorMessage(appended.reason),
         },
         "engine record append failed; retrying in order",
       );
       await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
     }
-  }
-
-  /** One pipeline of XADDs; how many of them, from the first, were appended (the rest are resent). */
-  private async appendRecords(batch: PendingAppend[]): Promise<number> {
-    const pipeline = this.deps.redis.pipeline();
-    for (const { entry } of batch) pipeline.xadd(this.streamKey, "*", PAYLOAD_FIELD, JSON.stringify(entry));
-    const replies = (await pipeline.exec()) ?? [];
-    const failed = replies.findIndex(([error]) => error !== null);
-    return failed === -1 ? replies.length : failed;
   }
 
   private savePosition(batch: PendingAppend[]): Promise<unknown> {

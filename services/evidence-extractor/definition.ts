@@ -35,8 +35,10 @@ export const evidenceExtractorService = defineService({
     const consumer = await startServiceConsumer(ctx, {
       stream: engineRecords,
       group: engineRecords.consumers.evidenceExtractor.group,
-      handle: (entry) => processor.process(entry.payload),
-      handleBatch: (entries) => batch.process(entries),
+      handle: async (entry) => {
+        for (const record of entry.payload.records) await processor.process(record);
+      },
+      handleBatch: (entries) => batch.processEntries(entries),
     });
     return { stop: () => consumer.stop() };
   },

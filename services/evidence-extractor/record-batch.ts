@@ -1,4 +1,4 @@
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord, EngineRecordEntry } from "../../libs/contract/streams.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { ExtractorMetrics } from "./extractor-metrics.js";
 import { applyRecord, initialState } from "./record-reducer.js";
@@ -38,7 +38,19 @@ interface RuntimeRun<T extends Delivered> {
 export class RecordBatch {
   constructor(private readonly options: RecordBatchOptions) {}
 
-  /** Returns the entries left for the per-record path; every other entry is durable and may be acked. */
+  /**
+   * A read batch of engine.records entries: their records in stream order through `process`. Returns the entries
+   * left for the per-record path (any of whose records was left undone); every other entry is durable.
+   */
+  async processEntries<E extends { id: string; payload: EngineRecordEntry }>(entries: E[]): Promise<E[]> {
+    const records = entries.flatMap((entry) =>
+      entry.payload.records.map((payload) => ({ entry, id: entry.id, payload })),
+    );
+    const undone = new Set((await this.process(records)).map(({ entry }) => entry));
+    return entries.filter((entry) => undone.has(entry));
+  }
+
+  /** Returns the records left for the per-record path; every other record is durable. */
   async process<T extends Delivered>(entries: T[]): Promise<T[]> {
     const undone = new Set<T>();
     const groups = new Map<string, T[]>();

@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { STREAMS, type EngineRecord } from "../../libs/contract/streams.js";
+import { STREAMS, engineRecordEntry, type EngineRecord } from "../../libs/contract/streams.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
 import { TsProcess } from "../helpers/child-process.js";
@@ -97,7 +97,8 @@ describe("replay determinism of the evidence extractor", () => {
   it("survives SIGKILL of the extractor process mid-stream with byte-identical evidence and bindings", async () => {
     const streamKey = second.keys.stream(STREAMS.engineRecords.name);
     const batch = second.redis.pipeline();
-    for (const record of records) batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(record));
+    for (const record of records)
+      batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(engineRecordEntry([record])));
     await batch.exec();
     const extractor = new TsProcess("services/evidence-extractor/main.ts", {
       REDIS_URL: second.url,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import {
   STREAMS,
-  engineRecordSchema,
+  engineRecordEntrySchema,
   type EngineRecord,
   type HarnessDispatch,
 } from "../../libs/contract/streams.js";
@@ -18,7 +18,7 @@ export async function recordsOf(
 ): Promise<EngineRecord[]> {
   const entries = await redis.xrange(keys.stream(STREAMS.engineRecords.name), "-", "+");
   return entries
-    .map(([, fields]) => engineRecordSchema.parse(JSON.parse(fields[1] as string)))
+    .flatMap(([, fields]) => engineRecordEntrySchema.parse(JSON.parse(fields[1] as string)).records)
     .filter((record) => record.agentId === agentId);
 }
 

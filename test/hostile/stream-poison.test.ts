@@ -5,7 +5,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAMS, engineRecordEntry } from "../../libs/contract/streams.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -103,15 +103,18 @@ const templates: Record<string, (device: string) => Json> = {
     text: "hello",
     reservedAt: now(),
   }),
-  [STREAMS.engineRecords.name]: () => ({
-    agentId: AGENT,
-    machineId: MACHINE,
-    engine: "claude-transcript",
-    runtimeId: id(),
-    seq: 1,
-    receivedAt: now(),
-    record: { type: "runtime_started" },
-  }),
+  [STREAMS.engineRecords.name]: () =>
+    engineRecordEntry([
+      {
+        agentId: AGENT,
+        machineId: MACHINE,
+        engine: "claude-transcript",
+        runtimeId: id(),
+        seq: 1,
+        receivedAt: now(),
+        record: { type: "runtime_started" },
+      },
+    ]),
   [STREAMS.harnessEvidence.name]: (deviceId) => ({
     kind: "input.delivered",
     agentId: AGENT,

@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import { engineRecordEntry, type EngineRecord } from "../../libs/contract/streams.js";
 import { Keyspace } from "../../libs/redis/keyspace.js";
 import { freePort, RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -26,9 +27,10 @@ async function timed(url: string): Promise<{ status: number; body: unknown; ms: 
   return { status: response.status, body: await response.json(), ms: Date.now() - started };
 }
 
-async function addRecords(redis: Redis, streamKey: string, records: unknown[]): Promise<void> {
+async function addRecords(redis: Redis, streamKey: string, records: EngineRecord[]): Promise<void> {
   const batch = redis.pipeline();
-  for (const record of records) batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(record));
+  for (const record of records)
+    batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(engineRecordEntry([record])));
   await batch.exec();
 }
 
