@@ -150,11 +150,6 @@ export class OsDeviceKeys {
     return `${this.base}:run-updates`;
   }
 
-  /** The last updateId handed out for this device. */
-  get runUpdateSequence(): string {
-    return `${this.base}:run-updates:seq`;
-  }
-
   repeatRequest(requestId: string): string {
     return `${this.base}:repeat-request:${requestId}`;
   }

@@ -13,6 +13,7 @@ import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, runUpdatesChannelPattern } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { parseEntryPayload } from "../../libs/streams/stream-entry.js";
+import { lastAppended } from "../../libs/streams/stream-info.js";
 import type { Subscriber } from "../../libs/redis/subscriber.js";
 
 const PAGE = 100;
@@ -86,7 +87,7 @@ class SocketFeed {
   }
 
   private async head(): Promise<number> {
-    return Number((await this.options.redis.get(this.device.runUpdateSequence)) ?? 0);
+    return updateIdOf((await lastAppended(this.options.redis, this.device.runUpdates)) ?? "0-0");
   }
 
   private enqueue(task: () => Promise<void>): void {

@@ -162,6 +162,7 @@ export class CommandProcessor {
   private async perform(command: DeviceCommand, entryId: string): Promise<boolean> {
     const run = await this.options.store.run(command.runId);
     if (!run) return false;
+    this.options.store.knowRun(run.idempotencyKey, run.runId);
     if (command.kind === "stop") {
       await this.interrupt(run);
       return false;

@@ -96,9 +96,14 @@ export interface CursorMove {
   cursor: number;
 }
 
+/** Keys whose run a store remembers (the newest ones): a device's runs in flight, with room to spare. */
+const KNOWN_RUNS_KEPT = 256;
+
 /** The router's reads and atomic writes on one device's OS store. */
 export class RouterStore {
   readonly device: OsDeviceKeys;
+  /** idempotencyKey -> runId of the device's recent runs (a hint the binding step checks, never trusts). */
+  private readonly knownRuns = new Map<string, string>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -170,12 +175,33 @@ export class RouterStore {
     receipt: Receipt,
     answered?: { entryId: string; group: string },
   ): Promise<{ outcome: BindOutcome; runId: string }> {
+    const { idempotencyKey } = receipt;
     const [outcome, runId] = await bindReceiptScript.run(
       this.redis,
       [this.device.base],
-      [...bindArgs(receipt), answered?.entryId ?? "", answered?.group ?? ""],
+      [
+        idempotencyKey,
+        receipt.agentId,
+        receipt.deliveryId,
+        receipt.serverInstanceId,
+        receipt.state,
+        JSON.stringify(receipt),
+        Date.now(),
+        this.knownRuns.get(idempotencyKey) ?? "",
+        answered?.entryId ?? "",
+        answered?.group ?? "",
+      ],
     );
+    if (runId !== "") this.knowRun(idempotencyKey, runId);
     return { outcome, runId };
+  }
+
+  /** Remembers which run holds a key, so a later binding of its receipt need not read the key index. */
+  knowRun(idempotencyKey: string, runId: string): void {
+    this.knownRuns.delete(idempotencyKey);
+    this.knownRuns.set(idempotencyKey, runId);
+    if (this.knownRuns.size > KNOWN_RUNS_KEPT)
+      this.knownRuns.delete(this.knownRuns.keys().next().value as string);
   }
 
   async markSendAttempt(runId: string, transportInstanceId: string): Promise<void> {
@@ -205,16 +231,4 @@ export class RouterStore {
       step.action === "routed" ? String(step.routedAt) : "",
     ];
   }
-}
-
-function bindArgs(receipt: Receipt): (string | number)[] {
-  return [
-    receipt.idempotencyKey,
-    receipt.agentId,
-    receipt.deliveryId,
-    receipt.serverInstanceId,
-    receipt.state,
-    JSON.stringify(receipt),
-    Date.now(),
-  ];
 }

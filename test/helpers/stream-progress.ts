@@ -1,6 +1,5 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { consumerGroupsOf } from "../../libs/streams/group-info.js";
-import { z } from "zod";
 
 /**
  * True once a consumer group has read every entry of the stream and acked it: whatever its service does with an
@@ -14,20 +13,4 @@ export async function groupDrained(redis: RedisClient, streamKey: string, group:
   return info.pending === 0 && (last === undefined || info["last-delivered-id"] === last);
 }
 
-/** One field of XINFO STREAM (a flat [field, value, …] reply). */
-async function streamInfoField(redis: RedisClient, streamKey: string, field: string): Promise<unknown> {
-  const info = z.array(z.unknown()).parse(await redis.xinfo("STREAM", streamKey));
-  return info[info.indexOf(field) + 1];
-}
-
-/** Every entry ever appended to the stream (XINFO STREAM `entries-added`): trimming never lowers it. 0 if absent. */
-export async function entriesAdded(redis: RedisClient, streamKey: string): Promise<number> {
-  if ((await redis.exists(streamKey)) === 0) return 0;
-  return z.number().parse(await streamInfoField(redis, streamKey, "entries-added"));
-}
-
-/** The id of the last entry ever appended to the stream (a trim does not move it); undefined if absent. */
-export async function lastAppended(redis: RedisClient, streamKey: string): Promise<string | undefined> {
-  if ((await redis.exists(streamKey)) === 0) return undefined;
-  return z.string().parse(await streamInfoField(redis, streamKey, "last-generated-id"));
-}
+export { entriesAdded, lastAppended } from "../../libs/streams/stream-info.js";

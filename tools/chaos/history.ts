@@ -14,6 +14,7 @@ import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { parseEntryPayload } from "../../libs/streams/stream-entry.js";
+import { lastAppended } from "../../libs/streams/stream-info.js";
 import type { E2EStack } from "../../test/e2e/stack.js";
 import type { CampaignPlan } from "./campaign-plan.js";
 import type { ChaosLamp, FeedEvent, MalformedFrame, ReceivedPlayback, ReplayRequest } from "./chaos-lamp.js";
@@ -149,7 +150,8 @@ async function readDevice(
 }
 
 async function readUpdateLog(redis: RedisClient, os: OsDeviceKeys): Promise<UpdateLog> {
-  const head = Number((await redis.get(os.runUpdateSequence)) ?? 0);
+  const last = await lastAppended(redis, os.runUpdates);
+  const head = last === undefined ? 0 : Number(last.slice(last.indexOf("-") + 1));
   const entries = (await redis.xrange(os.runUpdates, "-", "+")).map(([id, fields]) => {
     const record = parseEntryPayload(runUpdateRecordSchema, fields);
     if (!record.ok) throw new Error(`${os.runUpdates} ${id}: malformed run update: ${record.error}`);

@@ -28,18 +28,10 @@ local function append_run_update(base, runId, run, change, reason, playbackId, n
       update.input = { mode = receipt.input.mode, phase = receipt.input.phase }
     end
   end
-  local log, seqKey = base .. ':run-updates', base .. ':run-updates:seq'
-  local seq = redis.call('INCR', seqKey)
-  if seq == 1 then
-    -- The counter was absent (e.g. restored data): continue after the log's newest entry, never below it.
-    local newest = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
-    if newest then
-      seq = (tonumber(string.match(newest[1], '^0%-(%d+)$')) or 0) + 1
-      redis.call('SET', seqKey, seq)
-    end
-  end
+  -- The stream hands out the next id itself (`0-*`) and never reuses one, trimmed or not.
+  local log = base .. ':run-updates'
   local payload = cjson.encode(update)
-  redis.call('XADD', log, 'MAXLEN', '~', 500, '0-' .. seq, 'payload', payload)
+  local seq = string.sub(redis.call('XADD', log, 'MAXLEN', '~', 500, '0-*', 'payload', payload), 3)
   redis.call('PUBLISH', log,
     '{"deviceId":' .. cjson.encode(run.deviceId) .. ',"updateId":' .. seq .. ',"update":' .. payload .. '}')
 end

@@ -7,33 +7,51 @@
 -- but `completed`: the Harness completes a receipt only in the step that stores the result listing it, so the run's
 -- `resolved` update, which carries the outcome, follows it.
 -- bind_receipt(B, argv): argv = {idempotencyKey, agentId, deliveryId, serverInstanceId, receiptState, receiptJson,
---   now}; returns {outcome, runId}.
+--   now, runIdHint}; runIdHint ('' = none) names the run the caller believes holds the key (it is checked, and the key
+--   index read only when it is wrong); returns {outcome, runId}.
 --!include receipt-rank.lua
 --!include run-update.lua
+local BIND_FIELDS = { 'idempotencyKey', 'agentId', 'deliveryId', 'serverInstanceId' }
+for _, field in ipairs(RUN_UPDATE_FIELDS) do BIND_FIELDS[#BIND_FIELDS + 1] = field end
+
+-- The run's BIND_FIELDS by name.
+local function read_bound_run(base, runId)
+  local values = redis.call('HMGET', base .. ':run:' .. runId, unpack(BIND_FIELDS))
+  local run = {}
+  for index, field in ipairs(BIND_FIELDS) do run[field] = values[index] end
+  return run
+end
+
 local function bind_receipt(base, argv)
-  local runId = redis.call('GET', base .. ':key:' .. argv[1])
-  if not runId then
-    return { 'unknown_key', '' }
+  local runId, run = argv[8], nil
+  if runId and runId ~= '' then
+    run = read_bound_run(base, runId)
+    if run.idempotencyKey ~= argv[1] then run = nil end
+  end
+  if not run then
+    runId = redis.call('GET', base .. ':key:' .. argv[1])
+    if not runId then
+      return { 'unknown_key', '' }
+    end
+    run = read_bound_run(base, runId)
   end
   local runKey = base .. ':run:' .. runId
-  local run = redis.call('HMGET', runKey,
-    'agentId', 'deliveryId', 'serverInstanceId', 'receiptState', 'state', 'receipt', unpack(RUN_UPDATE_FIELDS))
-  if run[1] ~= argv[2] then
+  if run.agentId ~= argv[2] then
     return { 'agent_mismatch', runId }
   end
-  if (run[2] and run[2] ~= argv[3]) or (run[3] and run[3] ~= argv[4]) then
+  if (run.deliveryId and run.deliveryId ~= argv[3]) or (run.serverInstanceId and run.serverInstanceId ~= argv[4]) then
     return { 'conflict', runId }
   end
   -- A run already bound to this delivery holds its index entry: only a first binding checks and writes it.
-  local first_binding = not run[2]
+  local first_binding = not run.deliveryId
   if first_binding then
     local holder = redis.call('GET', base .. ':delivery:' .. argv[3])
     if holder and holder ~= runId then
       return { 'conflict', runId }
     end
   end
-  local held, incoming = RECEIPT_RANK[run[4]], RECEIPT_RANK[argv[5]] or 0
-  if held and (incoming < held or (held == 3 and run[4] ~= argv[5])) then
+  local held, incoming = RECEIPT_RANK[run.receiptState], RECEIPT_RANK[argv[5]] or 0
+  if held and (incoming < held or (held == 3 and run.receiptState ~= argv[5])) then
     return { 'stale', runId }
   end
 
@@ -43,12 +61,13 @@ local function bind_receipt(base, argv)
     if not ok or type(receipt) ~= 'table' or type(receipt.input) ~= 'table' then return '' end
     return tostring(receipt.input.mode) .. '/' .. tostring(receipt.input.phase)
   end
-  local changed = run[4] ~= argv[5] or inputOf(run[6]) ~= inputOf(argv[6])
+  local changed = run.receiptState ~= argv[5] or inputOf(run.receipt) ~= inputOf(argv[6])
+  local pending = run.state == 'pending'
 
   if first_binding then redis.call('SET', base .. ':delivery:' .. argv[3], runId) end
-  local updated = run_update_fields({ unpack(run, 7) })
+  local updated = run
   updated.receiptState, updated.receipt = argv[5], argv[6]
-  if run[5] == 'pending' and changed and (argv[5] == 'unknown' or argv[5] == 'rejected') then
+  if pending and changed and (argv[5] == 'unknown' or argv[5] == 'rejected') then
     local ok, receipt = pcall(cjson.decode, argv[6])
     local code = ok and type(receipt) == 'table' and type(receipt.error) == 'table' and receipt.error.code
     if type(code) ~= 'string' or code == '' then
@@ -62,7 +81,7 @@ local function bind_receipt(base, argv)
   else
     redis.call('HSET', runKey, 'deliveryId', argv[3], 'serverInstanceId', argv[4],
       'receiptState', argv[5], 'receipt', argv[6])
-    if run[5] == 'pending' and changed and argv[5] ~= 'completed' then
+    if pending and changed and argv[5] ~= 'completed' then
       append_run_update(base, runId, updated, 'receipt', '', '', argv[7])
     end
   end
