@@ -153,7 +153,7 @@ export async function measureWorkPerResult(options: WorkPerResultOptions): Promi
     return {
       ...work,
       clientCommandsByProcess: perResultOf(byProcess),
-      topClientCommands: perResultOf(byProcessAndCommand, 30),
+      topClientCommands: perResultOf(byProcessAndCommand, 80),
       clientCommands,
       redisCommandsByProcess: perResultOf(allByProcess),
       topScripts: perResultOf(byScript, 30),
