@@ -3,6 +3,14 @@ import type { RedisClient } from "../redis/redis-client.js";
 /** Devices popped from the index per round trip; a sweep goes on until none is due. */
 const DEVICES_PER_READ = 100;
 
+/** Devices a writer remembers having listed (the most recent): beyond them it simply lists again. */
+const LISTINGS_REMEMBERED = 10_000;
+
+/** How long a writer trusts its own listing, at most: a tenth of a retention, never over a minute. */
+export function relistAfterMsFor(shortestRetentionMs: number): number {
+  return Math.min(60_000, Math.floor(shortestRetentionMs / 10));
+}
+
 /**
  * What a device's expiry step answers: when the device's oldest retained record comes due (epoch ms), or
  * undefined when it retains nothing any more.
@@ -20,14 +28,32 @@ export type NextDue = number | undefined;
  * writer whose ZADD NX comes after the ZREM lists the device itself. Nothing retained is ever left unlisted.
  */
 export class RetentionIndex {
+  /** deviceId -> when this writer last listed it (only with `relistAfterMs`), oldest first. */
+  private readonly listedAt = new Map<string, number>();
+
+  /**
+   * `relistAfterMs` (a writer's option): a device this writer listed less than that long ago is not listed again.
+   * Its write then retains something until at least the shortest retention after that listing, so the sweeper
+   * cannot have found the device empty and taken it out meanwhile; keep it well under that retention. Only a
+   * deletion outside retention (a revocation) can empty the device sooner, and the writer's next write after the
+   * window lists it again.
+   */
   constructor(
     private readonly redis: RedisClient,
     readonly key: string,
+    private readonly relistAfterMs = 0,
   ) {}
 
   /** After a write that retains something of the device until `dueAt` (or later). */
-  async list(deviceId: string, dueAt: number): Promise<void> {
+  async list(deviceId: string, dueAt: number, now = Date.now()): Promise<void> {
+    const listed = this.listedAt.get(deviceId);
+    if (listed !== undefined && now - listed < this.relistAfterMs) return;
     await this.redis.zadd(this.key, "NX", dueAt, deviceId);
+    if (this.relistAfterMs <= 0) return;
+    this.listedAt.delete(deviceId);
+    this.listedAt.set(deviceId, now);
+    if (this.listedAt.size > LISTINGS_REMEMBERED)
+      this.listedAt.delete(this.listedAt.keys().next().value as string);
   }
 
   /** Expires every device due by `now`; returns how many devices it visited. */

@@ -8,6 +8,8 @@ import { parseEntryPayload, type RawEntry } from "./stream-entry.js";
 const READ_COUNT = 100;
 const BLOCK_MS = 1_000;
 const RETRY_DELAY_MS = 200;
+/** What was read is trimmed at most this often: one XTRIM a second under load, none while nothing comes. */
+const TRIM_INTERVAL_MS = 1_000;
 
 /**
  * Follows one instance-private stream without a consumer group, from `$` at start (what was written for a previous
@@ -46,6 +48,8 @@ export class StreamTail<S extends z.ZodType> {
   private async run(): Promise<void> {
     const { reader, streamKey, log } = this.options;
     let lastId = "$";
+    let trimmedTo = lastId;
+    let nextTrimAt = 0;
     while (!this.stopping) {
       this.lastBeatAt = Date.now();
       try {
@@ -63,7 +67,11 @@ export class StreamTail<S extends z.ZodType> {
           lastId = id;
           this.deliverEntry(id, fields);
         }
-        if (lastId !== "$") await reader.xtrim(streamKey, "MINID", lastId);
+        if (lastId !== trimmedTo && Date.now() >= nextTrimAt) {
+          await reader.xtrim(streamKey, "MINID", lastId);
+          trimmedTo = lastId;
+          nextTrimAt = Date.now() + TRIM_INTERVAL_MS;
+        }
       } catch (error) {
         if (this.stopping) return;
         log.warn({ err: errorMessage(error), stream: streamKey }, "tail failed");

@@ -18,6 +18,8 @@ import { registerLampRoute } from "./lamp-ws-route.js";
 import { ReceiptWaiters } from "./receipt-waiters.js";
 import { RunRegistration } from "./run-registration.js";
 import { RunUpdateFeed } from "./run-update-feed.js";
+import { relistAfterMsFor } from "../../libs/retention/retention-index.js";
+import { osRetentionIndex } from "../../libs/retention/retention-keys.js";
 import { StreamTail } from "../../libs/streams/stream-tail.js";
 import { startOperatorConsole } from "./console/operator-console.js";
 
@@ -59,6 +61,7 @@ export const deviceGatewayService = defineService({
           maxPendingRuns: config.LAMP_MAX_PENDING_RUNS,
         },
         ctx.base.STREAM_PARTITIONS,
+        osRetentionIndex(redis, ctx.keys, relistAfterMsFor(config.RESULT_RETENTION_MS)),
       ),
       waiters,
       updates,

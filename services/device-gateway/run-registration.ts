@@ -8,7 +8,7 @@ import { markDeviceActive } from "../../libs/os-store/device-activity.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
-import { osRetentionIndex } from "../../libs/retention/retention-keys.js";
+import type { RetentionIndex } from "../../libs/retention/retention-index.js";
 
 /**
  * `{status, runId, idempotencyKey}`; runId is empty when nothing was registered (key taken, a limit reached); a
@@ -61,6 +61,7 @@ export class RunRegistration {
     private readonly voiceTargetTtlMs: number,
     private readonly limits: RunLimits,
     private readonly partitions: number,
+    private readonly retention: RetentionIndex,
   ) {}
 
   async register(deviceId: string, request: VoiceRequest, now = Date.now()): Promise<Registration> {
@@ -100,7 +101,7 @@ export class RunRegistration {
     if (reply[0] === "rate_limited") return { status: reply[0], retryAfterMs: reply[2] };
     const [status, storedRunId, idempotencyKey] = reply;
     // After the step that stored the run: the run-resolver's retention sweep finds the device through this index.
-    if (status === "created") await osRetentionIndex(this.redis, this.keys).list(deviceId, now);
+    if (status === "created") await this.retention.list(deviceId, now);
     if (status === "created" || status === "existing") {
       // After the step that queued the send: the router holding the partition opens the session or reads it.
       await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);

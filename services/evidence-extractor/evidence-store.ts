@@ -74,21 +74,22 @@ export class EvidenceStore {
   }
 
   /**
-   * One MULTI per record: its evidence lands whole or not at all. A record's evidence is its agent's, so it all goes
-   * to the agent's partition: one slot.
+   * One pipeline for the evidence of a step (a record, or a runtime's records of a read batch); a record's evidence
+   * is its agent's, so it all goes to the agent's partition. A step whose evidence landed only in part is redone
+   * from its stored state and emits the same evidence again, which the result-producer applies once.
    */
   async emit(evidence: HarnessEvidence[]): Promise<void> {
     const [first] = evidence;
     if (first === undefined) return;
     const stream = streamKeyFor(STREAMS.harnessEvidence, this.keys, first);
-    const batch = this.redis.multi();
+    const batch = this.redis.pipeline();
     for (const entry of evidence) {
-      const checked = STREAMS.harnessEvidence.schema.parse(entry);
-      if (checked.agentId !== first.agentId)
-        throw new Error(`one record's evidence names two agents: ${first.agentId}, ${checked.agentId}`);
-      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(checked));
+      if (entry.agentId !== first.agentId)
+        throw new Error(`one step's evidence names two agents: ${first.agentId}, ${entry.agentId}`);
+      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(entry));
     }
-    await batch.exec();
+    const failed = ((await batch.exec()) ?? []).find(([error]) => error !== null);
+    if (failed) throw failed[0];
   }
 
   /** Compare-and-set on the applied seq: false when another consumer already advanced this runtime. */

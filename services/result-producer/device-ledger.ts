@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { eventsChannel, HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
-import type { RetentionIndex } from "../../libs/retention/retention-index.js";
+import { relistAfterMsFor, type RetentionIndex } from "../../libs/retention/retention-index.js";
 import { harnessRetentionIndex } from "../../libs/retention/retention-keys.js";
 import type { ProducerConfig } from "./config.js";
 
@@ -37,7 +37,14 @@ export class DeviceLedger {
     private readonly keys: Keyspace,
     private readonly config: ProducerConfig,
   ) {
-    this.retention = harnessRetentionIndex(redis, keys);
+    const shortestRetentionMs =
+      1000 *
+      Math.min(
+        config.EVENT_RETENTION_SECONDS,
+        config.RESULT_RETENTION_SECONDS,
+        config.RECEIPT_RETENTION_SECONDS,
+      );
+    this.retention = harnessRetentionIndex(redis, keys, relistAfterMsFor(shortestRetentionMs));
   }
 
   /** Applies the device's entries in order, in one atomic step; one answer per entry. */

@@ -23,6 +23,7 @@ import { applyChanges, hostileFieldName, hostileValue, type Json } from "./hosti
 import { voiceRequest } from "./lamp-world.js";
 import { UNLIMITED_RUNS } from "../os/os-fixture.js";
 import { consumerGroupsOf } from "../../libs/streams/group-info.js";
+import { osRetentionIndex } from "../../libs/retention/retention-keys.js";
 
 const MACHINE = "machine-hostile";
 const AGENT = "agent-transcript";
@@ -71,6 +72,7 @@ beforeAll(async () => {
     600_000,
     UNLIMITED_RUNS,
     t.keys.partitions,
+    osRetentionIndex(t.redis, t.keys),
   ).register(VICTIM, {
     ...voiceRequest(),
     type: "voice.request",

@@ -15,6 +15,7 @@ import { RouterStore } from "../../services/router/router-store.js";
 import { entriesAdded, groupDrained } from "../helpers/stream-progress.js";
 import { waitFor, type TestRedis } from "../helpers/test-redis.js";
 import type { ScriptedHarnessPeer } from "./harness-peer.js";
+import { osRetentionIndex } from "../../libs/retention/retention-keys.js";
 
 /** Signs OS tokens (aud `os`: Lamps and operators). */
 export const JWT_SECRET = "os-test-secret-0123456789abcdef-0123";
@@ -142,6 +143,7 @@ export async function registerVoiceRun(t: TestRedis, deviceId: string) {
     60_000,
     UNLIMITED_RUNS,
     t.keys.partitions,
+    osRetentionIndex(t.redis, t.keys),
   ).register(deviceId, {
     type: "voice.request",
     requestId: randomUUID(),

@@ -58,10 +58,9 @@ describe("the dispatch sweep", () => {
     expect((await store.reserve("crashed-lamp", request("k-1"), "instance", issuedAt)).status).toBe(
       "duplicate",
     );
-    expect((await store.reserve("healthy-lamp", request("k-2"), "instance", issuedAt)).status).toBe(
-      "accepted",
-    );
-    await store.dispatch("healthy-lamp", "k-2");
+    const healthy = await store.reserve("healthy-lamp", request("k-2"), "instance", issuedAt);
+    if (healthy.status !== "accepted") throw new Error(`healthy-lamp reserve: ${healthy.status}`);
+    await store.dispatch("healthy-lamp", healthy.dispatch);
     expect(await redis.zrange(undispatchedDevicesKey(keys), 0, -1)).toEqual(["crashed-lamp", "healthy-lamp"]);
     const dispatchKey = keys.stream(STREAMS.harnessDispatch.name);
     const dispatchedBefore = await redis.xlen(dispatchKey);

@@ -34,7 +34,7 @@ export async function sweepUndispatched(
       visited.add(deviceId);
       const device = new HarnessDeviceKeys(keys, deviceId);
       for (const idempotencyKey of await redis.zrangebyscore(device.undispatched, "-inf", cutoff)) {
-        if (await reservations.dispatch(deviceId, idempotencyKey)) swept += 1;
+        if (await reservations.dispatchLeftover(deviceId, idempotencyKey)) swept += 1;
       }
       await settle(redis, index, device, deviceId);
     }

@@ -22,7 +22,8 @@ const reserveScript = LuaScript.fromFile(
 export type ReservableRequest = TurnSendRequest | TurnStopRequest;
 
 export type ReservationOutcome =
-  | { status: "accepted" | "duplicate"; receipt: Receipt }
+  | { status: "accepted"; receipt: Receipt; dispatch: HarnessDispatch }
+  | { status: "duplicate"; receipt: Receipt }
   | { status: "conflict" | "backpressure" | "revoked" };
 
 export interface ReservationLimits {
@@ -89,27 +90,34 @@ export class ReservationStore {
       reserved,
       this.redis.zadd(undispatchedDevicesKey(this.keys), "NX", now, deviceId),
     ]);
-    if (status === "accepted" || status === "duplicate") {
-      return { status, receipt: receiptSchema.parse(JSON.parse(stored)) };
-    }
+    if (status === "accepted") return { status, receipt, dispatch };
+    if (status === "duplicate") return { status, receipt: receiptSchema.parse(JSON.parse(stored)) };
     return { status };
   }
 
-  /** Appends the reservation's dispatch record, then marks it dispatched (a crash in between is swept later). */
-  async dispatch(deviceId: string, idempotencyKey: string): Promise<boolean> {
+  /**
+   * Appends a just-reserved dispatch record, then marks it dispatched (a crash in between is swept later). The
+   * reservation's copy of the record goes before its index entry: a crash between leaves an entry the sweep finds
+   * without a copy and drops, never a copy no index names.
+   */
+  async dispatch(deviceId: string, dispatch: HarnessDispatch): Promise<void> {
+    const device = new HarnessDeviceKeys(this.keys, deviceId);
+    await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, dispatch);
+    await Promise.all([
+      this.redis.hdel(device.reservation(dispatch.idempotencyKey), "dispatch"),
+      this.redis.zrem(device.undispatched, dispatch.idempotencyKey),
+    ]);
+  }
+
+  /** The dispatch sweep: dispatches a reservation still marked undispatched; false when it no longer needs it. */
+  async dispatchLeftover(deviceId: string, idempotencyKey: string): Promise<boolean> {
     const device = new HarnessDeviceKeys(this.keys, deviceId);
     const raw = await this.redis.hget(device.reservation(idempotencyKey), "dispatch");
     if (!raw) {
       await this.redis.zrem(device.undispatched, idempotencyKey);
       return false;
     }
-    const dispatch = harnessDispatchSchema.parse(JSON.parse(raw));
-    await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, dispatch);
-    await this.redis
-      .multi()
-      .zrem(device.undispatched, idempotencyKey)
-      .hdel(device.reservation(idempotencyKey), "dispatch")
-      .exec();
+    await this.dispatch(deviceId, harnessDispatchSchema.parse(JSON.parse(raw)));
     return true;
   }
 

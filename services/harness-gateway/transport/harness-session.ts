@@ -153,7 +153,7 @@ export class HarnessSession {
         this.refuse(address, "REVOKED", "device credential revoked");
         return this.enqueue(async () => this.close(4001, "revoked"));
       case "accepted":
-        await this.deps.reservations.dispatch(this.deviceId, request.idempotencyKey);
+        await this.deps.reservations.dispatch(this.deviceId, outcome.dispatch);
     }
     this.reply({
       type: address.type,

@@ -1,7 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
-import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
+import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackRecord, PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
@@ -41,6 +41,12 @@ export interface PlaybackWorkerOptions {
 const ACK_RECHECK_MS = 1_000;
 
 /**
+ * A gateway seen with a heartbeat is taken as alive for one beat without asking again: its heartbeat key outlives a
+ * dead process by up to three beats anyway, so this adds at most one beat to the time a dead gateway looks alive.
+ */
+const ALIVE_TRUSTED_MS = LAMP_GATEWAY_HEARTBEAT_MS;
+
+/**
  * Sends one playback to the Lamp at most once: claim (queued → sending, atomically with the presence check), write
  * playback.start to the gateway holding the socket, wait for `started` (woken by the ack step's notice, no polling). A playback found already `sending` was
  * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came. With no
@@ -51,6 +57,8 @@ const ACK_RECHECK_MS = 1_000;
 export class PlaybackWorker {
   private readonly worker: Worker<PlaybackJob>;
   private stopping = false;
+  /** gatewayId -> when it was last seen with a heartbeat. */
+  private readonly aliveAt = new Map<string, number>();
 
   constructor(private readonly options: PlaybackWorkerOptions) {
     this.worker = new Worker<PlaybackJob>(
@@ -166,8 +174,17 @@ export class PlaybackWorker {
     const { redis, keys, log } = this.options;
     const gatewayId = await redis.get(keys.lampPresence(deviceId));
     if (gatewayId === null) return undefined;
+    const seenAt = this.aliveAt.get(gatewayId);
+    if (seenAt !== undefined && Date.now() - seenAt < ALIVE_TRUSTED_MS) return { gatewayId, alive: true };
     const alive = (await redis.exists(keys.lampGatewayAlive(gatewayId))) === 1;
-    if (!alive) log.info({ deviceId, gateway: gatewayId }, "lamp presence names a gateway without heartbeat");
+    if (alive) {
+      // Gateways come and go with restarts: forget the lot now and then rather than keep every one ever seen.
+      if (this.aliveAt.size >= 64) this.aliveAt.clear();
+      this.aliveAt.set(gatewayId, Date.now());
+    } else {
+      this.aliveAt.delete(gatewayId);
+      log.info({ deviceId, gateway: gatewayId }, "lamp presence names a gateway without heartbeat");
+    }
     return { gatewayId, alive };
   }
 
