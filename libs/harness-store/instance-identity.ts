@@ -9,6 +9,7 @@ import { instanceKey } from "./harness-keys.js";
  */
 export class InstanceIdentity {
   private readonly key: string;
+  private lastRead: { instance: string; at: number } | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -19,7 +20,23 @@ export class InstanceIdentity {
 
   async current(): Promise<string> {
     const existing = await this.redis.get(this.key);
-    if (existing) return existing;
+    const instance = existing ?? (await this.create());
+    this.lastRead = { instance, at: Date.now() };
+    return instance;
+  }
+
+  /**
+   * The instance as read at most `maxAgeMs` ago (read again when older). Only for stamping what is already decided
+   * on the current instance, such as the transport envelope of logged events: after a data loss such a stamp may
+   * name the old instance for that long, and the peer's next resume resyncs it. Never for minting receipts.
+   */
+  async recent(maxAgeMs: number): Promise<string> {
+    const last = this.lastRead;
+    if (last !== undefined && Date.now() - last.at < maxAgeMs) return last.instance;
+    return this.current();
+  }
+
+  private async create(): Promise<string> {
     await this.redis.set(this.key, randomUUID(), "NX");
     const created = await this.redis.get(this.key);
     if (!created) throw new Error("serverInstanceId vanished right after it was created");

@@ -37,6 +37,8 @@ export interface SessionPrincipal {
 
 const PUMP_BATCH = 256;
 const PUMP_RETRY_MS = 1_000;
+/** Live events are stamped with the transport instance as read at most this long ago (InstanceIdentity.recent). */
+const EVENT_INSTANCE_MAX_AGE_MS = 1_000;
 
 /**
  * One authenticated peer connection. Requests run concurrently (bounded by MAX_IN_FLIGHT), and every frame gets
@@ -222,7 +224,7 @@ export class HarnessSession {
     for (;;) {
       const events = await this.deps.eventLog.after(this.deviceId, this.sentCursor, PUMP_BATCH);
       if (events.length === 0) return;
-      instance ??= await this.deps.identity.current();
+      instance ??= await this.deps.identity.recent(EVENT_INSTANCE_MAX_AGE_MS);
       for (const event of events) this.sendEvent(event, instance);
       if (events.length < PUMP_BATCH) return;
     }
