@@ -55,6 +55,11 @@ export const baseEnvSchema = z.object({
   /** How often each consumer trims its stream of what every group is past, and caps its dead letters. */
   STREAM_TRIM_INTERVAL_MS: envInt(10_000, 100, 3_600_000),
   DEAD_LETTER_MAX_LENGTH: envInt(10_000, 1, 10_000_000),
+  /**
+   * Partition lease of a replica reading an in-order stream (one reader per partition, e.g. harness.evidence): a
+   * dead replica's partitions are read again this long after it stopped renewing.
+   */
+  STREAM_LEASE_TTL_MS: envInt(10_000, 300, 600_000),
   /** How many work partitions devices hash into (libs/redis/partitions.ts); the same on every process. */
   STREAM_PARTITIONS: envInt(4, 1, 1_024),
 });

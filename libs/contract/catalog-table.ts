@@ -26,7 +26,12 @@ const code = (text: string) => `\`${text}\``;
 function readingOf(reading: StreamReading): string {
   switch (reading.kind) {
     case "consumer-group":
-      return "host consumer settings (below): own pending first, stale entries reclaimed, dead-lettered after `maxDeliveries`";
+      return (
+        "host consumer settings (below): own pending first, stale entries reclaimed, dead-lettered after `maxDeliveries`" +
+        (reading.inOrder
+          ? "; each partition read by one replica at a time (a partition lease, `STREAM_LEASE_TTL_MS`), in stream order"
+          : "")
+      );
     case "single-consumer":
       return `one consumer ${code(reading.consumer)}, so whoever takes over inherits what is pending; ${reading.retry}`;
     case "tail":

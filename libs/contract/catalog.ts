@@ -49,8 +49,12 @@ export const HOST_CONSUMER_SETTINGS = {
 
 /** How a stream's entries are read, retried and dead-lettered. */
 export type StreamReading =
-  /** StreamConsumer: own pending first, stale entries reclaimed, poison and exhausted entries dead-lettered. */
-  | { kind: "consumer-group"; settings: typeof HOST_CONSUMER_SETTINGS; deadLetter: string }
+  /**
+   * StreamConsumer: own pending first, stale entries reclaimed, poison and exhausted entries dead-lettered.
+   * `inOrder`: each partition is read by one replica at a time (a partition lease), so a partition's entries are
+   * handled in stream order however many replicas run.
+   */
+  | { kind: "consumer-group"; settings: typeof HOST_CONSUMER_SETTINGS; deadLetter: string; inOrder: boolean }
   /** One stable consumer per group, so whoever takes over inherits what is pending; entries are deleted once done. */
   | { kind: "single-consumer"; consumer: string; retry: string }
   /** Read from `$` without a group: whoever is not listening has nobody waiting any more. */
@@ -80,8 +84,8 @@ export interface StreamSpec<S extends z.ZodType = z.ZodType> {
   carries: string;
 }
 
-const hostGroups = (name: string) =>
-  ({ kind: "consumer-group", settings: HOST_CONSUMER_SETTINGS, deadLetter: `${name}:dlq` }) as const;
+const hostGroups = (name: string, { inOrder = false } = {}) =>
+  ({ kind: "consumer-group", settings: HOST_CONSUMER_SETTINGS, deadLetter: `${name}:dlq`, inOrder }) as const;
 
 export const STREAM_CATALOG = {
   harnessDispatch: {
@@ -121,7 +125,8 @@ export const STREAM_CATALOG = {
     partitionBy: "agentId",
     producers: ["evidence-extractor"],
     consumers: { resultProducer: { group: "result-producer", service: "result-producer" } },
-    reading: hostGroups("harness.evidence"),
+    // One device's results are logged, and so routed and spoken, in the order its engine completed them.
+    reading: hostGroups("harness.evidence", { inOrder: true }),
     carries:
       "`input.delivered`, `input.consumed`, `turn.completed` (proven members), `evidence.missing`, `input.rejected`, `stop.confirmed`",
   },

@@ -24,3 +24,12 @@ export type ConsumerGroupInfo = z.infer<typeof consumerGroupSchema>;
 export async function consumerGroupsOf(redis: RedisClient, streamKey: string): Promise<ConsumerGroupInfo[]> {
   return z.array(consumerGroupSchema).parse(await redis.xinfo("GROUPS", streamKey));
 }
+
+/** Whether the stream has the consumer group (false for a stream that does not exist, or Redis away). */
+export async function groupExists(redis: RedisClient, streamKey: string, group: string): Promise<boolean> {
+  try {
+    return (await consumerGroupsOf(redis, streamKey)).some((info) => info.name === group);
+  } catch {
+    return false;
+  }
+}

@@ -1,5 +1,5 @@
 import type { RedisClient } from "../redis/redis-client.js";
-import type { z } from "zod";
+import { z } from "zod";
 import type { Logger } from "../logging/logger.js";
 import type { Keyspace } from "../redis/keyspace.js";
 import type { RedisConnections } from "../redis/connections.js";
@@ -11,7 +11,10 @@ import { sleep } from "../timing/sleep.js";
 import { errorMessage } from "../errors/error-message.js";
 import { isRedisUnavailableError } from "../redis/redis-errors.js";
 import { capDeadLetters, trimConsumedEntries } from "./stream-trim.js";
-import { consumerGroupsOf } from "./group-info.js";
+import { groupExists } from "./group-info.js";
+
+/** XAUTOCLAIM … JUSTID: the cursor to go on from ("0-0" when done), the claimed ids, the ids found deleted. */
+const justIdClaimSchema = z.tuple([z.string(), z.array(z.string()), z.array(z.string())]);
 
 export interface StreamEntry<T> {
   id: string;
@@ -51,6 +54,11 @@ export interface StreamConsumerOptions<S extends z.ZodType> {
    * retry counting and dead-lettering stay per entry.
    */
   handleBatch?: (entries: StreamEntry<z.infer<S>>[]) => Promise<StreamEntry<z.infer<S>>[]>;
+  /**
+   * Take the partition over at start: every entry still pending for any consumer of the group becomes this one's
+   * (without counting a delivery) and is handled first. For a sole reader that just got the partition's lease.
+   */
+  takeOver?: boolean;
 }
 
 /**
@@ -95,7 +103,28 @@ export class StreamConsumer<S extends z.ZodType> {
 
   async start(): Promise<void> {
     await ensureConsumerGroup(this.options.connections.command, this.streamKey, this.options.group);
+    if (this.options.takeOver) await this.claimEveryPending();
     this.loop = this.run();
+  }
+
+  /** Moves every entry pending for the group to this consumer; the read loop handles its own pending first. */
+  private async claimEveryPending(): Promise<void> {
+    const { group, consumer, settings } = this.options;
+    let cursor = "0-0";
+    do {
+      const reply = await this.options.connections.command.call(
+        "XAUTOCLAIM",
+        this.streamKey,
+        group,
+        consumer,
+        0,
+        cursor,
+        "COUNT",
+        settings.batchSize,
+        "JUSTID",
+      );
+      [cursor] = justIdClaimSchema.parse(reply);
+    } while (cursor !== "0-0");
   }
 
   /** True while the read loop keeps turning (used by /healthz). */
@@ -103,13 +132,8 @@ export class StreamConsumer<S extends z.ZodType> {
     return this.loop !== undefined && now - this.lastBeatAt < this.options.settings.blockMs * 3 + 5_000;
   }
 
-  async groupExists(): Promise<boolean> {
-    try {
-      const groups = await consumerGroupsOf(this.options.connections.command, this.streamKey);
-      return groups.some((info) => info.name === this.options.group);
-    } catch {
-      return false;
-    }
+  groupExists(): Promise<boolean> {
+    return groupExists(this.options.connections.command, this.streamKey, this.options.group);
   }
 
   /** Graceful drain: stop reading, let the in-flight batch finish and be acked, then return. */

@@ -4,7 +4,12 @@ import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
-import { bindingScopeKey, identityBindingSchema, type IdentityBinding } from "./identity-binding.js";
+import {
+  bindingScopeKey,
+  decodeBindingRow,
+  encodeBindingRow,
+  type IdentityBinding,
+} from "./identity-binding.js";
 import type { RuntimeState } from "./runtime-state.js";
 import { parseStoredState } from "./stored-state.js";
 import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
@@ -57,7 +62,7 @@ export class EvidenceStore {
     if (bindings.length === 0) return 0;
     const rows = bindings.flatMap((binding) => [
       bindingScopeKey(binding),
-      JSON.stringify(binding),
+      encodeBindingRow(binding),
       binding.appEntityId,
     ]);
     return bindIdentities.run(
@@ -70,7 +75,7 @@ export class EvidenceStore {
   /** The binding of a native entity (key from `nativeScopeKey`), whichever runtime of the agent wrote it first. */
   async findBinding(agentId: string, scopeKey: string): Promise<IdentityBinding | undefined> {
     const json = await this.redis.hget(`${this.keys.agent(agentId)}:identity`, scopeKey);
-    return json === null ? undefined : identityBindingSchema.parse(JSON.parse(json));
+    return json === null ? undefined : decodeBindingRow(agentId, json);
   }
 
   /**

@@ -40,6 +40,80 @@ export const identityBindingSchema = z.object({
 });
 export type IdentityBinding = z.infer<typeof identityBindingSchema>;
 
+/**
+ * A mapping-store row as stored: the binding as a JSON array in this order, without what its place already says
+ * (the agent is the store's, `id` is `providerSessionId|appEntityKind|appEntityId`, `runId` is always null and a
+ * row is written once, so `updatedAt` is its `createdAt`). Half the bytes of the object form.
+ */
+const storedBindingRowSchema = z
+  .tuple([
+    appEntityKindSchema,
+    z.string(),
+    engineKindSchema,
+    z.string(),
+    z.string().nullable(),
+    z.string().nullable(),
+    z.string().nullable(),
+    z.string().nullable(),
+    z.string().nullable(),
+    correlationKindSchema,
+    z.string(),
+    z.number().int().nonnegative(),
+  ])
+  .readonly();
+
+/** The stored row of a binding (see storedBindingRowSchema). */
+export function encodeBindingRow(binding: IdentityBinding): string {
+  const row: z.infer<typeof storedBindingRowSchema> = [
+    binding.appEntityKind,
+    binding.appEntityId,
+    binding.provider,
+    binding.providerSessionId,
+    binding.nativeKind,
+    binding.nativeRef,
+    binding.scope.parentNodeId,
+    binding.scope.providerThreadId,
+    binding.scope.providerTurnId,
+    binding.correlation,
+    binding.firstRawEventId,
+    Date.parse(binding.createdAt),
+  ];
+  return JSON.stringify(row);
+}
+
+/** The binding a stored row of `agentId`'s mapping store holds. */
+export function decodeBindingRow(agentId: string, json: string): IdentityBinding {
+  const [
+    kind,
+    appEntityId,
+    provider,
+    providerSessionId,
+    nativeKind,
+    nativeRef,
+    parentNodeId,
+    providerThreadId,
+    providerTurnId,
+    correlation,
+    firstRawEventId,
+    createdAtMs,
+  ] = storedBindingRowSchema.parse(JSON.parse(json));
+  const at = new Date(createdAtMs).toISOString();
+  return identityBindingSchema.parse({
+    id: `${providerSessionId}|${kind}|${appEntityId}`,
+    appEntityKind: kind,
+    appEntityId,
+    provider,
+    providerSessionId,
+    nativeKind,
+    nativeRef,
+    scope: { threadId: agentId, runId: null, parentNodeId, providerThreadId, providerTurnId },
+    correlation,
+    firstRawEventId,
+    createdAt: at,
+    updatedAt: at,
+  });
+}
+
 /** A native entity inside the scope that makes its id unambiguous (seed 004 "preferred matching keys"). */
 export interface NativeScope {
   appEntityKind: AppEntityKind;
@@ -49,9 +123,12 @@ export interface NativeScope {
   nativeRef: string;
 }
 
-/** Field of the agent-wide mapping store: every runtime that sees the same native entity lands on the same row. */
+/**
+ * Field of the agent-wide mapping store: every runtime that sees the same native entity lands on the same row. The
+ * scope path is hashed (96 bits) so the field stays short however long the ids in it are.
+ */
 export function nativeScopeKey(scope: NativeScope): string {
-  return JSON.stringify([scope.appEntityKind, scope.provider, scope.within, scope.nativeRef]);
+  return scopeField([scope.appEntityKind, scope.provider, scope.within, scope.nativeRef]);
 }
 
 /**
@@ -60,13 +137,17 @@ export function nativeScopeKey(scope: NativeScope): string {
  */
 export function bindingScopeKey(binding: IdentityBinding): string {
   if (binding.nativeRef === null || binding.appEntityKind === "message")
-    return JSON.stringify([binding.appEntityKind, binding.appEntityId]);
+    return scopeField([binding.appEntityKind, binding.appEntityId]);
   return nativeScopeKey({
     appEntityKind: binding.appEntityKind,
     provider: binding.provider,
     within: enclosingScope(binding),
     nativeRef: binding.nativeRef,
   });
+}
+
+function scopeField(scopePath: readonly (string | null)[]): string {
+  return sha256Hex(JSON.stringify(scopePath)).slice(0, 24);
 }
 
 function enclosingScope(binding: IdentityBinding): string | null {

@@ -5,7 +5,8 @@ import { CommandWakeups } from "./command-wakeups.js";
 import { routerConfigSchema } from "./config.js";
 import { DeviceSession } from "./device-session.js";
 import { PartitionDevices } from "./partition-devices.js";
-import { PartitionLeases } from "./partition-leases.js";
+import { PartitionLeases } from "../../libs/leases/partition-leases.js";
+import { OsPartitionKeys, routerReplicasKey } from "../../libs/os-store/os-keys.js";
 import { RouterMetrics } from "./router-metrics.js";
 
 /**
@@ -26,7 +27,8 @@ export const routerService = defineService({
       metrics.sessions.set([...served].reduce((sum, partition) => sum + partition.size, 0));
     const leases = new PartitionLeases({
       redis,
-      keys: ctx.keys,
+      leaseKey: (partition) => new OsPartitionKeys(ctx.keys, partition).lease,
+      replicasKey: routerReplicasKey(ctx.keys),
       owner,
       partitions: ctx.base.STREAM_PARTITIONS,
       ttlMs: config.ROUTER_LEASE_TTL_MS,

@@ -5,8 +5,8 @@ import { OsDeviceKeys, OsPartitionKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
-import { holdLease } from "./lease-script.js";
-import type { PartitionWork } from "./partition-leases.js";
+import { holdLease } from "../../libs/leases/lease-step.js";
+import type { PartitionWork } from "../../libs/leases/partition-leases.js";
 
 /** 1 while the router should hold the device's Harness session, 0 once it may let it go. */
 const deviceActivityScript = LuaScript.fromFile(

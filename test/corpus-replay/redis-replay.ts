@@ -1,6 +1,10 @@
 import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
 import { STREAMS, harnessEvidenceSchema } from "../../libs/contract/streams.js";
-import { bindingScopeKey, type IdentityBinding } from "../../services/evidence-extractor/identity-binding.js";
+import {
+  bindingScopeKey,
+  encodeBindingRow,
+  type IdentityBinding,
+} from "../../services/evidence-extractor/identity-binding.js";
 import { EvidenceStore } from "../../services/evidence-extractor/evidence-store.js";
 import { extractorMetrics } from "../../services/evidence-extractor/extractor-metrics.js";
 import { RecordProcessor } from "../../services/evidence-extractor/record-processor.js";
@@ -61,7 +65,7 @@ export function expectedMappingRows(bindings: readonly IdentityBinding[]): Map<s
   const rows = new Map<string, string>();
   for (const binding of bindings) {
     const field = `${binding.scope.threadId}|${bindingScopeKey(binding)}`;
-    if (!rows.has(field)) rows.set(field, JSON.stringify(binding));
+    if (!rows.has(field)) rows.set(field, encodeBindingRow(binding));
   }
   return rows;
 }

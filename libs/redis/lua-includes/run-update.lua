@@ -1,10 +1,9 @@
 -- Appends one run.update to the device's ordered log `<base>:run-updates` (ids `0-<updateId>`, about the newest 500
 -- kept: RUN_UPDATES_KEPT in libs/contract/run-update.ts) and tells the device-gateways on the channel of the same
 -- name; the message carries the update ({deviceId, updateId, update}: runUpdateNoticeSchema), so a socket right
--- behind it sends it without reading the log. The update says what the store says: `emit_run_update` reads the run
--- hash as the calling script left it; a script that already holds those fields (RUN_UPDATE_FIELDS, as it just wrote
--- them) passes them to `append_run_update` instead of reading them again. Call either last in a script: it writes,
--- and a script does not roll back.
+-- behind it sends it without reading the log. The update says what the store says: the caller passes the run's
+-- RUN_UPDATE_FIELDS as its step left them (emit-run-update.lua reads them from the run hash first). Call it last in
+-- a script: it writes, and a script does not roll back.
 -- change: receipt | cancelled | resolved | suppressed | playback | unknown; reason, playbackId: '' or nil = none.
 local RUN_UPDATE_FIELDS = { 'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receipt',
   'endReason' }
@@ -34,16 +33,4 @@ local function append_run_update(base, runId, run, change, reason, playbackId, n
   local seq = string.sub(redis.call('XADD', log, 'MAXLEN', '~', 500, '0-*', 'payload', payload), 3)
   redis.call('PUBLISH', log,
     '{"deviceId":' .. cjson.encode(run.deviceId) .. ',"updateId":' .. seq .. ',"update":' .. payload .. '}')
-end
-
--- The run's RUN_UPDATE_FIELDS by name, from an HMGET reply in that order.
-local function run_update_fields(values)
-  local run = {}
-  for index, field in ipairs(RUN_UPDATE_FIELDS) do run[field] = values[index] end
-  return run
-end
-
-local function emit_run_update(base, runId, change, reason, playbackId, now)
-  local values = redis.call('HMGET', base .. ':run:' .. runId, unpack(RUN_UPDATE_FIELDS))
-  append_run_update(base, runId, run_update_fields(values), change, reason, playbackId, now)
 end

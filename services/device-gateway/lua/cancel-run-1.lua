@@ -3,7 +3,7 @@
 -- does not roll back: a failed XADD must leave the run uncancelled so the Lamp's retry can succeed.
 -- A first cancel is a run.update (`cancelled`).
 -- KEYS[1] = B; ARGV: runId, stopKey, now, stopCommandJson
---!include run-update.lua
+--!include emit-run-update.lua
 local base = KEYS[1]
 local runKey = base .. ':run:' .. ARGV[1]
 local run = redis.call('HMGET', runKey, 'state', 'cancelledAt')

@@ -1,5 +1,5 @@
 -- Persists identity bindings before the evidence that depends on them is emitted: the agent's mapping store keyed by
--- native scope (seed 004's durable correlation table), shared by every runtime of the agent, so a resumed session's
+-- a digest of the native scope (seed 004's durable correlation table), shared by every runtime of the agent, so a resumed session's
 -- next runtime and a reprocessed record find the row already there. A binding that already exists is kept; a native
 -- scope already bound to another app id is a conflict.
 -- Retention: each binding's last sighting is its score in the index beside the hash (`:identity-at`); a binding not
@@ -17,8 +17,9 @@ local sightings = {}
 for index = 3, #ARGV, 3 do
   local scopeKey, json, appEntityId = ARGV[index], ARGV[index + 1], ARGV[index + 2]
   if redis.call("HSETNX", identityKey, scopeKey, json) == 0 then
+    -- A stored row is a JSON array whose second element is the app id (identity-binding.ts, storedBindingRowSchema).
     local existing = cjson.decode(redis.call("HGET", identityKey, scopeKey))
-    if existing.appEntityId ~= appEntityId then
+    if existing[2] ~= appEntityId then
       conflicts = conflicts + 1
     end
   end

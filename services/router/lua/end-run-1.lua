@@ -2,7 +2,7 @@
 -- pending: a result or a receipt that ended it in the meantime wins. State, both indexes and the run.update change
 -- in one step, so the Lamp hears of exactly the end the store records, once.
 -- KEYS[1] = B; ARGV: runId, reason, now
---!include run-update.lua
+--!include emit-run-update.lua
 local base, runId = KEYS[1], ARGV[1]
 local runKey = base .. ':run:' .. runId
 if redis.call('HGET', runKey, 'state') ~= 'pending' then

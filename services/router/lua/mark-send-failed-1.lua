@@ -1,7 +1,7 @@
 -- The Harness refused the input: the run can never get a result, so it leaves the pending index as `unknown`, with
 -- the refusal's code as its reason, and the Lamp is told.
 -- KEYS[1] = B; ARGV: runId, errorCode, now
---!include run-update.lua
+--!include emit-run-update.lua
 local runKey = KEYS[1] .. ':run:' .. ARGV[1]
 if redis.call('HGET', runKey, 'state') ~= 'pending' or redis.call('HEXISTS', runKey, 'deliveryId') == 1 then
   return 0

@@ -4,7 +4,7 @@
 -- KEYS[1] = B
 -- ARGV: resultKey, resultId, serverInstanceId, deviceId, agentId, outcome, fullText, engineTurnId ('' = none),
 --       membersJson, contentHash, now, memberCount, then per member: runId, deliveryId, idempotencyKey
---!include run-update.lua
+--!include emit-run-update.lua
 local base = KEYS[1]
 local resultKey, resultId, instance, agentId = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local resultHash = base .. ':result:' .. resultKey

@@ -1,9 +1,7 @@
-import type { RedisClient } from "../../libs/redis/redis-client.js";
-import type { Logger } from "../../libs/logging/logger.js";
-import { OsPartitionKeys, routerReplicasKey } from "../../libs/os-store/os-keys.js";
-import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { errorMessage } from "../../libs/errors/error-message.js";
-import { holdLease } from "./lease-script.js";
+import type { RedisClient } from "../redis/redis-client.js";
+import type { Logger } from "../logging/logger.js";
+import { errorMessage } from "../errors/error-message.js";
+import { holdLease } from "./lease-step.js";
 
 /** The work of one partition this replica holds; `stop(graceful)` ends it (graceful: handing it over). */
 export interface PartitionWork {
@@ -19,11 +17,12 @@ interface HeldPartition {
 }
 
 /**
- * Shares the `partitions` work partitions between router replicas: each replica heartbeats into the replica set,
- * takes free partitions up to its fair share (⌈partitions ÷ live replicas⌉, `<p>:os:{part:k}:lease`, SET NX PX,
- * renewed every round) and hands surplus ones back one per round, so a replica that joins gets its share and one
+ * Shares `partitions` work partitions between the replicas of one role (router replicas over device partitions, a
+ * consumer group's replicas over a stream's partitions): each replica heartbeats into the role's replica set
+ * (`replicasKey`), takes free partitions up to its fair share (⌈partitions ÷ live replicas⌉, `leaseKey(k)`, SET NX
+ * PX, renewed every round) and hands surplus ones back one per round, so a replica that joins gets its share and one
  * that dies has its partitions taken over after the TTL. A renewal refused, or none succeeding for most of the TTL,
- * drops that partition's work at once: the next holder re-claims its devices' leases, which fence every write.
+ * drops that partition's work at once.
  */
 export class PartitionLeases {
   private readonly held = new Map<number, HeldPartition>();
@@ -35,7 +34,10 @@ export class PartitionLeases {
   constructor(
     private readonly options: {
       redis: RedisClient;
-      keys: Keyspace;
+      /** The lease of partition k (a key in that partition's slot). */
+      leaseKey: (partition: number) => string;
+      /** The role's replica set: zset of owners by heartbeat expiry. */
+      replicasKey: string;
       owner: string;
       partitions: number;
       ttlMs: number;
@@ -68,7 +70,7 @@ export class PartitionLeases {
     clearTimeout(this.timer);
     await this.ticking;
     for (const partition of this.partitionsHeld()) await this.release(partition);
-    await this.options.redis.zrem(routerReplicasKey(this.options.keys), this.options.owner).catch(() => 0);
+    await this.options.redis.zrem(this.options.replicasKey, this.options.owner).catch(() => 0);
   }
 
   private schedule(delayMs: number): void {
@@ -98,8 +100,7 @@ export class PartitionLeases {
 
   /** Heartbeats this replica and counts the live ones (itself included). */
   private async liveReplicas(): Promise<number> {
-    const { redis, keys, owner, ttlMs } = this.options;
-    const key = routerReplicasKey(keys);
+    const { redis, replicasKey: key, owner, ttlMs } = this.options;
     const now = Date.now();
     const [, , counted] =
       (await redis
@@ -137,7 +138,7 @@ export class PartitionLeases {
       held.validUntil = this.validFrom(startedAt);
       return;
     }
-    await this.drop(partition, "partition lease lost; its sessions dropped");
+    await this.drop(partition, "partition lease lost; its work dropped");
   }
 
   /** Renewals failing (Redis unreachable) for most of the TTL: the lease may have passed on, so stop serving. */
@@ -156,7 +157,7 @@ export class PartitionLeases {
     this.options.changed("lost", this.held.size);
   }
 
-  /** Hands a partition over: its sessions end and give up their device leases, then the partition lease goes. */
+  /** Hands a partition over: its work ends (gracefully), then the partition lease goes. */
   private async release(partition: number): Promise<void> {
     const held = this.held.get(partition);
     if (!held) return;
@@ -172,7 +173,7 @@ export class PartitionLeases {
   }
 
   private lease(partition: number, step: "acquire" | "renew" | "release"): Promise<boolean> {
-    const { redis, keys, owner, ttlMs } = this.options;
-    return holdLease(redis, new OsPartitionKeys(keys, partition).lease, owner, ttlMs, step);
+    const { redis, leaseKey, owner, ttlMs } = this.options;
+    return holdLease(redis, leaseKey(partition), owner, ttlMs, step);
   }
 }

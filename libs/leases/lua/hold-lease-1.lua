@@ -1,5 +1,5 @@
--- A router replica's lease (a partition's, or the device lease it gives up). acquire: take it if free; renew:
--- extend it only while ours; release: give it up only while ours. KEYS[1] = the lease; ARGV: owner, ttlMs, mode
+-- One replica's lease (a partition's, or a device lease a router gives up). acquire: take it if free; renew: extend
+-- it only while ours; release: give it up only while ours. KEYS[1] = the lease; ARGV: owner, ttlMs, mode
 local holder = redis.call('GET', KEYS[1])
 local mode = ARGV[3]
 if mode == 'acquire' and not holder then

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { RedisClient } from "../../libs/redis/redis-client.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import type { RedisClient } from "../redis/redis-client.js";
+import { LuaScript } from "../redis/lua-script.js";
 
 /** 1 while the lease is (still) ours after the step, 0 when another replica holds it. */
 const holdLeaseScript = LuaScript.fromFile(
