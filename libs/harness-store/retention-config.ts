@@ -7,7 +7,7 @@ import { envInt } from "../config/env-fields.js";
 export const retentionEnvFields = {
   RECEIPT_CAPACITY: envInt(4_096, 1, 1_000_000),
   RECEIPT_RETENTION_SECONDS: envInt(86_400, 1),
-  EVENT_CAPACITY: envInt(10_000, 1, 1_000_000),
+  EVENT_CAPACITY: envInt(1_000, 1, 1_000_000),
   EVENT_RETENTION_SECONDS: envInt(86_400, 1),
   RESULT_RETENTION_SECONDS: envInt(86_400, 1),
 };

@@ -1,6 +1,12 @@
 import { z } from "zod";
 import { replyRouteSchema } from "../contract/lamp-wire.js";
-import { receiptInputSchema } from "../contract/receipt.js";
+import {
+  receiptInputSchema,
+  receiptSchema,
+  receiptStateSchema,
+  type Receipt,
+  type ReceiptInput,
+} from "../contract/receipt.js";
 import { runStateSchema } from "../contract/run-update.js";
 import { outcomeSchema } from "../contract/turn-result.js";
 
@@ -29,9 +35,17 @@ export const runRecordSchema = z.object({
   resultId: optionalText,
   deliveryId: optionalText,
   serverInstanceId: optionalText,
-  receiptState: optionalText,
-  /** JSON of the last receipt the Harness gave for this run's key. */
-  receipt: optionalText,
+  /** The last receipt the Harness gave for this run's key, field by field (see `runReceipt`). */
+  receiptState: receiptStateSchema.optional(),
+  receiptTurnId: optionalText,
+  receiptAt: optionalMs,
+  /** `receipt.input` as `<mode>/<phase>`. */
+  receiptInput: z
+    .string()
+    .regex(/^[a-z_]+\/[a-z_]+$/)
+    .optional(),
+  /** JSON of `receipt.error`, when the receipt has one. */
+  receiptError: optionalText,
   /** Transport instance the send was first attempted on: a retry on another instance reconciles, never resends. */
   sentVia: optionalText,
   sendError: optionalText,
@@ -52,13 +66,36 @@ export function parseRunRecord(hash: Record<string, string>): RunRecord | undefi
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
-const storedReceiptInputSchema = z.looseObject({ input: receiptInputSchema.optional() });
-
 /** `receipt.input` of the run's last receipt: how the Harness handed the input to the engine. */
-function receiptInput(run: RunRecord) {
-  if (run.receipt === undefined) return null;
-  const receipt = storedReceiptInputSchema.safeParse(JSON.parse(run.receipt));
-  return receipt.success ? (receipt.data.input ?? null) : null;
+function receiptInput(run: RunRecord): ReceiptInput | undefined {
+  if (run.receiptInput === undefined) return undefined;
+  const [mode, phase] = run.receiptInput.split("/");
+  return receiptInputSchema.parse({ mode, phase });
+}
+
+/**
+ * The last receipt the Harness gave for the run's key, as the run keeps it (the receipt of a turn.send: its fields
+ * the run holds anyway, and the ones only the receipt has); undefined before the first binding.
+ */
+export function runReceipt(run: RunRecord): Receipt | undefined {
+  const { receiptState, deliveryId, serverInstanceId, receiptAt } = run;
+  if (receiptState === undefined || deliveryId === undefined || serverInstanceId === undefined)
+    return undefined;
+  if (receiptAt === undefined) return undefined;
+  const input = receiptInput(run);
+  return receiptSchema.parse({
+    idempotencyKey: run.idempotencyKey,
+    deliveryId,
+    operation: "turn.send",
+    state: receiptState,
+    machineId: run.machineId,
+    agentId: run.agentId,
+    serverInstanceId,
+    turnId: run.receiptTurnId ?? null,
+    error: run.receiptError === undefined ? null : JSON.parse(run.receiptError),
+    at: receiptAt,
+    ...(input === undefined ? {} : { input }),
+  });
 }
 
 /** The public JSON of a run (DESIGN §7). */
@@ -69,7 +106,7 @@ export function runView(run: RunRecord) {
     state: run.state,
     outcome: run.outcome ?? null,
     reason: run.endReason ?? null,
-    input: receiptInput(run),
+    input: receiptInput(run) ?? null,
     resultId: run.resultId ?? null,
     idempotencyKey: run.idempotencyKey,
     deliveryId: run.deliveryId ?? null,

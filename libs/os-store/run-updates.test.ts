@@ -22,7 +22,7 @@ beforeEach(async () => {
     state: "unknown",
     endReason: "ENGINE_EXITED",
     receiptState: "unknown",
-    receipt: JSON.stringify({ turnId: null, input: { mode: "native_queue", phase: "accepted" } }),
+    receiptInput: "native_queue/accepted",
   });
 });
 afterEach(() => t.cleanup());

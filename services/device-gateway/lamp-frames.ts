@@ -13,7 +13,8 @@ import {
   type PlaybackRepeat,
   type VoiceRequest,
 } from "../../libs/contract/lamp-wire.js";
-import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import type { Receipt } from "../../libs/contract/receipt.js";
+import { parseRunRecord, runReceipt } from "../../libs/os-store/run-record.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { SendReply } from "../../libs/contract/device-commands.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
@@ -213,8 +214,10 @@ export class LampFrames {
   }
 
   private async storedReceipt(deviceId: string, runId: string): Promise<Receipt | undefined> {
-    const json = await this.deps.redis.hget(new OsDeviceKeys(this.deps.keys, deviceId).run(runId), "receipt");
-    return json === null ? undefined : receiptSchema.parse(JSON.parse(json));
+    const run = parseRunRecord(
+      await this.deps.redis.hgetall(new OsDeviceKeys(this.deps.keys, deviceId).run(runId)),
+    );
+    return run && runReceipt(run);
   }
 
   private async voiceCancel(deviceId: string, requestId: string, runId: string): Promise<Answer> {

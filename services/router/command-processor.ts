@@ -1,6 +1,6 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { receiptGetResultSchema, turnSendResultSchema } from "../../libs/contract/harness-wire.js";
-import { receiptSchema, type Receipt } from "../../libs/contract/receipt.js";
+import type { Receipt } from "../../libs/contract/receipt.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import {
@@ -9,7 +9,7 @@ import {
   type SendReply,
 } from "../../libs/contract/device-commands.js";
 import { OS_END_REASONS } from "../../libs/contract/run-update.js";
-import type { RunRecord } from "../../libs/os-store/run-record.js";
+import { runReceipt, type RunRecord } from "../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { parseEntryPayload, type RawEntry } from "../../libs/streams/stream-entry.js";
@@ -186,7 +186,7 @@ export class CommandProcessor {
   /** The gateway's answer, and the receipt still to bind (with the command's ack) when the Harness just gave one. */
   private async send(run: RunRecord): Promise<{ reply: SendReply; bind?: Receipt }> {
     const base = { deviceId: run.deviceId, runId: run.runId };
-    const known = storedReceipt(run);
+    const known = runReceipt(run) ?? null;
     if (known || run.state !== "pending") return { reply: { ...base, receipt: known } };
     const live = this.requireLive();
     if (run.sentVia !== undefined && run.sentVia !== live.transportInstanceId)
@@ -251,9 +251,4 @@ export class CommandProcessor {
     if (!live) throw new NotConnected("harness not connected");
     return live;
   }
-}
-
-function storedReceipt(run: RunRecord): Receipt | null {
-  if (run.receipt === undefined) return null;
-  return receiptSchema.parse(JSON.parse(run.receipt));
 }

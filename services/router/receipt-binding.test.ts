@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { runReceipt } from "../../libs/os-store/run-record.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { receiptFor, registerVoiceRun, runOf } from "../../test/os/os-fixture.js";
 import { RouterStore } from "./router-store.js";
@@ -31,7 +32,7 @@ describe("router receipt binding", () => {
     expect((await store.bindReceipt(receipt("completed"))).outcome).toBe("refreshed");
     const run = await runOf(t, DEVICE, runId);
     expect(run?.receiptState).toBe("completed");
-    expect(JSON.parse(run?.receipt ?? "{}")).toMatchObject({ state: "completed" });
+    expect(run && runReceipt(run)).toMatchObject({ state: "completed", deliveryId: "delivery-a" });
     expect(run?.state).toBe("pending");
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OS_END_REASONS } from "../../libs/contract/run-update.js";
 import { deadlineEndReason, receiptMayStillMove } from "./run-end-reason.js";
+import type { RunRecord } from "../../libs/os-store/run-record.js";
 
 describe("why a run still pending at its deadline ends", () => {
   it.each([
@@ -52,7 +53,7 @@ describe("why a run still pending at its deadline ends", () => {
 });
 
 describe("which receipts are worth asking the Harness for again", () => {
-  it.each([
+  it.each<{ receiptState: RunRecord["receiptState"]; ask: boolean }>([
     { receiptState: undefined, ask: true },
     { receiptState: "queued", ask: true },
     { receiptState: "delivered", ask: true },

@@ -5,7 +5,7 @@
 -- RUN_UPDATE_FIELDS as its step left them (emit-run-update.lua reads them from the run hash first). Call it last in
 -- a script: it writes, and a script does not roll back.
 -- change: receipt | cancelled | resolved | suppressed | playback | unknown; reason, playbackId: '' or nil = none.
-local RUN_UPDATE_FIELDS = { 'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receipt',
+local RUN_UPDATE_FIELDS = { 'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receiptInput',
   'endReason' }
 
 -- run: the run's RUN_UPDATE_FIELDS by name (false or nil = absent).
@@ -21,11 +21,9 @@ local function append_run_update(base, runId, run, change, reason, playbackId, n
     update.reason = run.endReason
   end
   if playbackId and playbackId ~= '' then update.playbackId = playbackId end
-  if run.receipt then
-    local ok, receipt = pcall(cjson.decode, run.receipt)
-    if ok and type(receipt) == 'table' and type(receipt.input) == 'table' then
-      update.input = { mode = receipt.input.mode, phase = receipt.input.phase }
-    end
+  if run.receiptInput then
+    local mode, phase = string.match(run.receiptInput, '^([%w_]+)/([%w_]+)$')
+    if mode then update.input = { mode = mode, phase = phase } end
   end
   -- The stream hands out the next id itself (`0-*`) and never reuses one, trimmed or not.
   local log = base .. ':run-updates'

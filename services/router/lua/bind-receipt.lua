@@ -55,32 +55,44 @@ local function bind_receipt(base, argv)
     return { 'stale', runId }
   end
 
-  local function inputOf(json)
-    if not json then return '' end
-    local ok, receipt = pcall(cjson.decode, json)
-    if not ok or type(receipt) ~= 'table' or type(receipt.input) ~= 'table' then return '' end
-    return tostring(receipt.input.mode) .. '/' .. tostring(receipt.input.phase)
+  -- The receipt is kept field by field (run-record.ts, runReceipt): what only the receipt says, beside the ids the
+  -- run holds anyway.
+  local ok, receipt = pcall(cjson.decode, argv[6])
+  if not ok or type(receipt) ~= 'table' then receipt = {} end
+  local fields = { 'deliveryId', argv[3], 'serverInstanceId', argv[4], 'receiptState', argv[5] }
+  local function keep(field, value)
+    if value ~= nil and value ~= cjson.null then
+      fields[#fields + 1] = field
+      fields[#fields + 1] = value
+    end
   end
-  local changed = run.receiptState ~= argv[5] or inputOf(run.receipt) ~= inputOf(argv[6])
+  local input = false
+  if type(receipt.input) == 'table' then
+    input = tostring(receipt.input.mode) .. '/' .. tostring(receipt.input.phase)
+    keep('receiptInput', input)
+  end
+  keep('receiptTurnId', receipt.turnId)
+  if type(receipt.at) == 'number' then keep('receiptAt', string.format('%.0f', receipt.at)) end
+  if type(receipt.error) == 'table' then keep('receiptError', cjson.encode(receipt.error)) end
+  local changed = run.receiptState ~= argv[5] or (run.receiptInput or false) ~= input
   local pending = run.state == 'pending'
 
   if first_binding then redis.call('SET', base .. ':delivery:' .. argv[3], runId) end
   local updated = run
-  updated.receiptState, updated.receipt = argv[5], argv[6]
+  updated.receiptState, updated.receiptInput = argv[5], input
   if pending and changed and (argv[5] == 'unknown' or argv[5] == 'rejected') then
-    local ok, receipt = pcall(cjson.decode, argv[6])
-    local code = ok and type(receipt) == 'table' and type(receipt.error) == 'table' and receipt.error.code
+    local code = type(receipt.error) == 'table' and receipt.error.code
     if type(code) ~= 'string' or code == '' then
       code = argv[5] == 'rejected' and 'INPUT_REJECTED' or 'RECEIPT_UNKNOWN'
     end
-    redis.call('HSET', runKey, 'deliveryId', argv[3], 'serverInstanceId', argv[4],
-      'receiptState', argv[5], 'receipt', argv[6], 'state', 'unknown', 'endReason', code)
+    keep('state', 'unknown')
+    keep('endReason', code)
+    redis.call('HSET', runKey, unpack(fields))
     redis.call('ZREM', base .. ':runs:pending', runId)
     updated.state, updated.endReason = 'unknown', code
     append_run_update(base, runId, updated, 'unknown', code, '', argv[7])
   else
-    redis.call('HSET', runKey, 'deliveryId', argv[3], 'serverInstanceId', argv[4],
-      'receiptState', argv[5], 'receipt', argv[6])
+    redis.call('HSET', runKey, unpack(fields))
     if pending and changed and argv[5] ~= 'completed' then
       append_run_update(base, runId, updated, 'receipt', '', '', argv[7])
     end

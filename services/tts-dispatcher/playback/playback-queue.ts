@@ -21,6 +21,9 @@ export async function promoteIfDelayed(job: Job): Promise<WakeOutcome> {
   }
 }
 
+/** Completed playback jobs kept for inspection, the newest first: a completed job holds nothing the outbox lacks. */
+const COMPLETED_JOBS_KEPT = 1_000;
+
 export interface PlaybackQueueSettings {
   connection: ConnectionOptions;
   /** BullMQ key prefix: `{<KEY_PREFIX>:bull}` (a hash tag: the queue's keys share one cluster slot). */
@@ -41,17 +44,21 @@ export class PlaybackQueue {
     });
   }
 
-  /** Idempotent: while the job is retained, adding it again changes nothing. */
+  /**
+   * Idempotent: while the job is retained, adding it again changes nothing; once it is gone, a job added again finds
+   * its playback no longer queued and sends nothing (the outbox, not the job, is the playback's record). So a
+   * completed job is kept only among the newest COMPLETED_JOBS_KEPT (what Bull Board shows), a failed one for the
+   * retention.
+   */
   async enqueue(kind: PlaybackKind, job: PlaybackJob): Promise<string> {
     const { maxAttempts, retryDelayMs, retentionMs } = this.settings;
     const jobId = playbackJobId(job.deviceId, job.playbackId);
-    const retention = { age: Math.ceil(retentionMs / 1000) };
     await this.queue.add(kind, playbackJobSchema.parse(job), {
       jobId,
       attempts: maxAttempts,
       backoff: { type: QUEUE_CATALOG.lampPlayback.retry.backoff, delay: retryDelayMs },
-      removeOnComplete: retention,
-      removeOnFail: retention,
+      removeOnComplete: { count: COMPLETED_JOBS_KEPT },
+      removeOnFail: { age: Math.ceil(retentionMs / 1000) },
     });
     return jobId;
   }

@@ -1,5 +1,7 @@
 import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
+import { parseRunRecord, runReceipt } from "../../../libs/os-store/run-record.js";
+import type { Receipt } from "../../../libs/contract/receipt.js";
 import type { PlaybackStart } from "../../../libs/contract/lamp-wire.js";
 import { STREAMS } from "../../../libs/contract/streams.js";
 import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
@@ -132,9 +134,9 @@ export class DeviceProbe {
   }
 
   /** The Harness receipt the OS last bound to the run (state and, when unknown, the error code). */
-  async receipt(runId: string): Promise<{ state: string; error?: { code: string } } | undefined> {
-    const raw = await this.stack.redis.hget(this.os.run(runId), "receipt");
-    return raw === null ? undefined : (JSON.parse(raw) as { state: string; error?: { code: string } });
+  async receipt(runId: string): Promise<Receipt | undefined> {
+    const run = parseRunRecord(await this.stack.redis.hgetall(this.os.run(runId)));
+    return run && runReceipt(run);
   }
 
   /** resultIds the Harness retained for this device (what it would replay on resync). */
