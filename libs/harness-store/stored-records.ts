@@ -1,12 +1,17 @@
 import { z } from "zod";
 import { eventKindSchema } from "../contract/harness-wire.js";
 import { nonEmpty } from "../contract/identifiers.js";
+import { receiptSchema } from "../contract/receipt.js";
 import { outcomeSchema } from "../contract/turn-result.js";
 
-/** A device event-log entry. Results are stored by reference: their wire form is chosen per connection at send. */
+/**
+ * A device event-log entry. Results are stored by reference: their wire form is chosen per connection at send. A
+ * receipt.updated is stored as its receipt alone: the event's agent, machine and key are the receipt's own.
+ */
 export const storedEventSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("receipt.updated"), receipt: receiptSchema, at: z.number() }),
   z.object({
-    kind: eventKindSchema.exclude(["turn.result", "turn.summary"]),
+    kind: eventKindSchema.exclude(["turn.result", "turn.summary", "receipt.updated"]),
     agentId: nonEmpty,
     machineId: nonEmpty,
     payload: z.record(z.string(), z.unknown()),

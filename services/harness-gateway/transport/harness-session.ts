@@ -233,7 +233,15 @@ export class HarnessSession {
   private sendEvent({ eventId, body, result }: LoggedEvent, serverInstanceId: string): void {
     this.sentCursor = Math.max(this.sentCursor, eventId);
     if (body.kind === "result") return this.sendResult(body.resultId, result, { eventId, serverInstanceId });
-    const { kind, agentId, machineId, payload } = body;
+    const { kind } = body;
+    const { agentId, machineId, payload } =
+      kind === "receipt.updated"
+        ? {
+            agentId: body.receipt.agentId,
+            machineId: body.receipt.machineId,
+            payload: { receipt: body.receipt, idempotencyKey: body.receipt.idempotencyKey },
+          }
+        : body;
     this.send({ type: "event", eventId, serverInstanceId, machineId, agentId, kind, payload });
     this.deps.metrics.eventsSent.inc({ kind });
   }

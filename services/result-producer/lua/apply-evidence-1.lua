@@ -32,8 +32,7 @@ local function save_receipt(key, receipt, extra)
   fields[#fields + 1] = cjson.encode(receipt)
   redis.call('HSET', base .. ':res:' .. key, unpack(fields))
   if RECEIPT_RANK[receipt.state] == 3 then redis.call('ZADD', base .. ':res-terminal', now, key) end
-  append_event({kind = 'receipt.updated', agentId = receipt.agentId, machineId = receipt.machineId,
-    payload = {receipt = receipt, idempotencyKey = key}})
+  append_event({kind = 'receipt.updated', receipt = receipt})
 end
 
 -- The receipt of (key, deliveryId) if it is this device's reservation and still below `state`.
