@@ -23,6 +23,10 @@ const BENCHES: Record<
       "10,000 Lamps on one stack beside 100: Redis connections per process, memory per idle device, leases, p99",
     load: () => import("./fleet/main.js"),
   },
+  steady: {
+    summary: "memory under a constant load once retention is reached: flat or not, and per retained result",
+    load: () => import("./steady/main.js"),
+  },
   retained: {
     summary: "idle Redis CPU with the services idle, before and after storing 1,000,000 retained results",
     load: () => import("./retained/main.js"),

@@ -65,21 +65,7 @@ export async function runLampline(
   const generator = new LoadGenerator(settings.agents, BENCH_MACHINE);
   const lamps: BenchLamp[] = [];
   try {
-    for (let n = 0; n < settings.lamps; n++) {
-      const token = await signToken(BENCH_SECRET, {
-        audience: "os",
-        sub: `bench-lamp-${n + 1}`,
-        role: "device",
-        expiresInSeconds: 24 * 3600,
-      });
-      lamps.push(
-        await BenchLamp.connect(stack.lampUrl, token, {
-          onPlayback: (start, at) => generator.onPlayback(start, at),
-          onRequestError: (code) => generator.onRequestError(code),
-        }),
-      );
-    }
-    generator.attach(lamps);
+    lamps.push(...(await connectLamps(stack, generator, settings.lamps)));
     log(`${mode}: warming up (engines start on first input)`);
     const warm = await generator.offer(5, 3, 0, 60_000);
     if (warm.lost > 0) log(`${mode}: ${warm.lost} of ${warm.groupsSent} warm-up results never spoken`);
@@ -120,6 +106,31 @@ export async function runLampline(
     for (const lamp of lamps) lamp.close();
     await stack.stop();
   }
+}
+
+/** `count` Lamps (bench-lamp-1…) over the stack's Lamp WebSocket, acking every playback, driven by `generator`. */
+export async function connectLamps(
+  stack: LamplineStack,
+  generator: LoadGenerator,
+  count: number,
+): Promise<BenchLamp[]> {
+  const lamps: BenchLamp[] = [];
+  for (let n = 0; n < count; n++) {
+    const token = await signToken(BENCH_SECRET, {
+      audience: "os",
+      sub: `bench-lamp-${n + 1}`,
+      role: "device",
+      expiresInSeconds: 24 * 3600,
+    });
+    lamps.push(
+      await BenchLamp.connect(stack.lampUrl, token, {
+        onPlayback: (start, at) => generator.onPlayback(start, at),
+        onRequestError: (code) => generator.onRequestError(code),
+      }),
+    );
+  }
+  generator.attach(lamps);
+  return lamps;
 }
 
 /** The first fifth of a window (at least one second, when the window allows) is warm-up, not measured. */

@@ -30,9 +30,12 @@ export class CompletionMarks {
     );
   }
 
-  /** The completion record's time of the result named by its OS result key, if still known. */
-  async completedAt(resultKey: string): Promise<number | undefined> {
-    const value = await this.redis.get(this.key(resultKey));
+  /**
+   * The completion record's time of the result named by its OS result key, if still known; reading it takes it
+   * (only a result's first playback.start is measured), so a mark lives only until its result is first sent.
+   */
+  async takeCompletedAt(resultKey: string): Promise<number | undefined> {
+    const value = await this.redis.getdel(this.key(resultKey));
     const parsed = markSchema.safeParse(value);
     return parsed.success ? parsed.data : undefined;
   }

@@ -124,7 +124,7 @@ export class TtsMetrics {
     this.playbackStarts.inc({ kind: playback.kind });
     if (playback.kind === "repeat" || this.completions === undefined) return;
     const { kind } = playback;
-    this.completions.completedAt(playback.resultKey).then(
+    this.completions.takeCompletedAt(playback.resultKey).then(
       (completedAt) => {
         if (completedAt === undefined) this.unmeasuredLatency.inc({ reason: "absent" });
         else this.completionToPlaybackStart.observe({ kind }, Math.max(0, sentAt - completedAt) / 1000);

@@ -42,6 +42,11 @@ const COMMANDS = [
     bad: ["--mode", "sideways"],
   },
   {
+    name: "bench steady",
+    command: ["npm", "run", "-s", "bench", "--", "steady"],
+    bad: ["--retention-seconds", "10"],
+  },
+  {
     name: "lamp-sim",
     command: ["node", "bin/lamp-sim.mjs"],
     bad: ["--url", "http://example", "--token", "t"],
