@@ -43,3 +43,19 @@ export async function memoryByKind(redis: Redis, prefix: string): Promise<Memory
   } while (cursor !== "0");
   return [...kinds.values()].sort((a, b) => b.bytes - a.bytes);
 }
+
+/**
+ * Key shapes a setting caps whatever the retention and the results (a device's event log and run-update log, the
+ * pipeline streams trimmed once consumed, dead letters): bounded per device or per stream, not a cost per result.
+ */
+const CAPPED_KINDS = /:event-log$|:run-updates$|:stream:\{|:dlq$/;
+
+/** The kinds a result leaves for its retention, and the capped ones (see CAPPED_KINDS). */
+export function byRetention(kinds: MemoryKind[]): { records: MemoryKind[]; capped: MemoryKind[] } {
+  return {
+    records: kinds.filter((kind) => !CAPPED_KINDS.test(kind.kind)),
+    capped: kinds.filter((kind) => CAPPED_KINDS.test(kind.kind)),
+  };
+}
+
+export const totalBytes = (kinds: MemoryKind[]) => kinds.reduce((sum, kind) => sum + kind.bytes, 0);

@@ -3,6 +3,7 @@ import type { RetainedFill } from "../retained/fill.js";
 import type { LatencySummary } from "./latency.js";
 import { systemName, type LamplineLoad, type LamplineModeRun } from "./lampline-run.js";
 import type { WindowCost } from "./measured-window.js";
+import { byRetention, totalBytes } from "./memory-by-kind.js";
 
 /** The processes whose CPU is lampline's cost (the engines are the load, not the system under test). */
 const LOAD_PROCESSES = new Set(["engine-sim (load)"]);
@@ -187,7 +188,7 @@ export function summaryLines(report: E2eReport): string[] {
         ` ${summary.atMax.commandsPerUnit.toFixed(1)} commands, ${summary.atMax.roundTripsPerUnit.toFixed(1)} round trips per unit` +
         (summary.memoryPerResultBytes === null
           ? ""
-          : `; Redis memory per retained result ${(summary.memoryPerResultBytes / 1024).toFixed(2)} KB`) +
+          : `; Redis memory per retained result ${(summary.memoryPerResultBytes / 1024).toFixed(2)} KB (record keys)`) +
         `; top commands per unit: ${summary.atMax.topCommands.map(([name, calls]) => `${name} ${calls}`).join(", ")}`,
     ),
     ...report.retainedCost.map(
@@ -205,10 +206,14 @@ const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 
 export function memoryKindLines(runs: LamplineModeRun[], top = 8): string[] {
   return runs.map((run) => {
     const per = (bytes: number) => (run.memory.results === 0 ? 0 : bytes / run.memory.results);
-    const total = run.memoryByKind.reduce((sum, kind) => sum + kind.bytes, 0);
-    const largest = run.memoryByKind
+    const kb = (bytes: number) => `${(per(bytes) / 1024).toFixed(2)} KB`;
+    const { records, capped } = byRetention(run.memoryByKind);
+    const largest = records
       .slice(0, top)
-      .map((kind) => `\`${kind.kind}\` ${(per(kind.bytes) / 1024).toFixed(2)} KB (${kind.keys} keys)`);
-    return `${systemName(run)}: keys hold ${(per(total) / 1024).toFixed(2)} KB per result spoken; largest: ${largest.join(", ")}`;
+      .map((kind) => `\`${kind.kind}\` ${kb(kind.bytes)} (${kind.keys} keys)`);
+    return (
+      `${systemName(run)}: record keys hold ${kb(totalBytes(records))} per result spoken, capped logs and streams ` +
+      `${(totalBytes(capped) / 1024 / 1024).toFixed(1)} MB in all; largest records: ${largest.join(", ")}`
+    );
   });
 }

@@ -28,7 +28,7 @@ for n = from, to - 1 do
   redis.call('HSET', os .. ':run:' .. run_id, 'runId', run_id, 'deviceId', device, 'agentId', agent,
     'machineId', 'machine-prefill', 'idempotencyKey', key, 'requestId', request_id, 'text', 'What is the build status?',
     'voiceTargetId', 'target-1', 'voiceTargetExpiresAt', stamp + 900000, 'replyRoute', 'voice', 'state', 'resolved',
-    'outcome', 'completed', 'resultKey', result_key, 'resultId', result_id, 'deliveryId', delivery_id,
+    'outcome', 'completed', 'resultId', result_id, 'deliveryId', delivery_id,
     'serverInstanceId', instance, 'receiptState', 'completed', 'createdAt', stamp, 'resolvedAt', stamp)
   redis.call('ZADD', os .. ':runs', stamp, run_id)
   redis.call('SET', os .. ':request:' .. request_id, run_id)

@@ -8,15 +8,13 @@ import { machineFacts, writeBenchResults } from "../bench-report.js";
 import { connectLamps, DRAIN_MS } from "../e2e/lampline-run.js";
 import { BENCH_MACHINE, benchAgents, LamplineStack } from "../e2e/lampline-stack.js";
 import { LoadGenerator } from "../e2e/load-generator.js";
-import { memoryByKind, type MemoryKind } from "../e2e/memory-by-kind.js";
+import { byRetention, memoryByKind, totalBytes, type MemoryKind } from "../e2e/memory-by-kind.js";
 import { readCounters } from "../e2e/redis-stats.js";
 import { steadyBenchCommandLine, type SteadyBenchArgs } from "./cli.js";
 
 const log = (line: string) => process.stderr.write(`bench steady: ${line}\n`);
 
 const SAMPLE_MS = 5_000;
-/** Key shapes capped by a setting whatever the retention (per device or per pipeline stream), not per result. */
-const CAPPED_KINDS = /:event-log$|:run-updates$|:stream:\{|:dlq$/;
 
 interface Sample {
   /** Seconds since the load began. */
@@ -64,13 +62,11 @@ const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
 /** What the keys hold at the end: per retained result (record kinds) and capped kinds (per device or stream). */
 function keyBreakdown(kinds: MemoryKind[], retainedResults: number) {
-  const perResult = kinds.filter((kind) => !CAPPED_KINDS.test(kind.kind));
-  const capped = kinds.filter((kind) => CAPPED_KINDS.test(kind.kind));
-  const sum = (list: MemoryKind[]) => list.reduce((total, kind) => total + kind.bytes, 0);
+  const { records, capped } = byRetention(kinds);
   return {
-    perRetainedResultBytes: Math.round(sum(perResult) / retainedResults),
-    cappedBytes: sum(capped),
-    largest: perResult.slice(0, 12).map(({ kind, keys, bytes }) => ({
+    perRetainedResultBytes: Math.round(totalBytes(records) / retainedResults),
+    cappedBytes: totalBytes(capped),
+    largest: records.slice(0, 12).map(({ kind, keys, bytes }) => ({
       kind,
       keys,
       bytesPerResult: Math.round(bytes / retainedResults),

@@ -9,6 +9,7 @@ import {
 } from "../contract/receipt.js";
 import { runStateSchema } from "../contract/run-update.js";
 import { outcomeSchema } from "../contract/turn-result.js";
+import { resultKeyOf } from "./os-keys.js";
 
 export { runStateSchema, type RunState } from "../contract/run-update.js";
 
@@ -16,7 +17,7 @@ const optionalText = z.string().min(1).optional();
 const optionalMs = z.coerce.number().int().nonnegative().optional();
 
 /** The `B:run:<runId>` hash as stored (all values arrive as strings; absent fields are simply missing). */
-export const runRecordSchema = z.object({
+const storedRunSchema = z.object({
   runId: z.string().min(1),
   deviceId: z.string().min(1),
   agentId: z.string().min(1),
@@ -31,7 +32,6 @@ export const runRecordSchema = z.object({
   replyRoute: replyRouteSchema,
   state: runStateSchema,
   outcome: outcomeSchema.optional(),
-  resultKey: optionalText,
   resultId: optionalText,
   deliveryId: optionalText,
   serverInstanceId: optionalText,
@@ -56,6 +56,16 @@ export const runRecordSchema = z.object({
   createdAt: z.coerce.number().int().nonnegative(),
   resolvedAt: optionalMs,
 });
+
+/**
+ * A run as read: the stored hash, and the `resultKey` of the result that resolved it (the run stores its resultId;
+ * its serverInstanceId is the result's, which the resolution checked).
+ */
+export const runRecordSchema = storedRunSchema.transform((run): typeof run & { resultKey?: string } =>
+  run.resultId !== undefined && run.serverInstanceId !== undefined
+    ? { ...run, resultKey: resultKeyOf(run.serverInstanceId, run.resultId) }
+    : run,
+);
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
 /** A hash read with HGETALL: empty means absent; a malformed record is a store bug and throws. */

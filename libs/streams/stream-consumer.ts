@@ -234,9 +234,20 @@ export class StreamConsumer<S extends z.ZodType> {
       ? await this.handleAsBatch(this.options.handleBatch, entries, deliveries)
       : entries;
     let failures = 0;
+    const handled: string[] = [];
     for (const [id, fields] of individually) {
-      const ok = await this.handleEntry(id, fields, deliveries.get(id) ?? 1);
-      if (!ok) failures += 1;
+      const outcome = await this.handleEntry(id, fields, deliveries.get(id) ?? 1);
+      if (outcome === "failed") failures += 1;
+      if (outcome === "handled") handled.push(id);
+    }
+    // One XACK for every entry of the read that was handled (each one's effects are durable by now).
+    if (handled.length > 0) {
+      await this.options.connections.command.xack(this.streamKey, this.options.group, ...handled);
+      for (const id of handled) this.lastErrors.delete(id);
+      this.metrics.processed.inc(
+        { stream: this.options.stream.name, group: this.options.group },
+        handled.length,
+      );
     }
     return failures;
   }
@@ -280,34 +291,41 @@ export class StreamConsumer<S extends z.ZodType> {
     }
   }
 
-  private async handleEntry(id: string, fields: string[], deliveries: number): Promise<boolean> {
+  /**
+   * `handled`: its effects are durable and it is the caller's to ack; `settled`: dead-lettered (acked with it);
+   * `failed`: left pending for a retry.
+   */
+  private async handleEntry(
+    id: string,
+    fields: string[],
+    deliveries: number,
+  ): Promise<"handled" | "settled" | "failed"> {
     const labels = { stream: this.options.stream.name, group: this.options.group };
     const raw = fieldValue(fields, PAYLOAD_FIELD);
     const parsed = parsePayload(this.options.stream.schema, raw);
     if (!parsed.ok) {
       await this.deadLetter(id, raw, `INVALID_PAYLOAD: ${parsed.error}`, deliveries);
-      return true;
+      return "settled";
     }
     if (deliveries > this.options.settings.maxDeliveries) {
       await this.deadLetter(id, raw, this.lastErrors.get(id) ?? "MAX_DELIVERIES: exceeded", deliveries);
-      return true;
+      return "settled";
     }
     const stopTimer = this.metrics.duration.startTimer(labels);
     try {
       await this.options.handle({ id, payload: parsed.value, deliveries });
-      await this.options.connections.command.xack(this.streamKey, this.options.group, id);
-      this.lastErrors.delete(id);
-      this.metrics.processed.inc(labels);
-      return true;
+      return "handled";
     } catch (error) {
       const message = errorMessage(error);
       this.metrics.failed.inc(labels);
       this.lastErrors.set(id, message);
       if (!isRedisUnavailableError(error))
         this.options.log.warn({ consumer: this.name, id, deliveries, err: message }, "stream handler failed");
-      if (deliveries >= this.options.settings.maxDeliveries)
+      if (deliveries >= this.options.settings.maxDeliveries) {
         await this.deadLetter(id, raw, message, deliveries);
-      return false;
+        return "settled";
+      }
+      return "failed";
     } finally {
       stopTimer();
     }

@@ -47,7 +47,9 @@ async function seed(
   if (state === "pending") writes.zadd(device.pendingRuns, createdAt, runId);
   if (storedAt !== undefined) {
     const resultKey = resultKeyOf("instance", `result-${runId}`);
-    run.resultKey = resultKey;
+    // A resolved run names its result by resultId and the instance it was received by.
+    run.resultId = `result-${runId}`;
+    run.serverInstanceId = "instance";
     writes
       .hset(device.result(resultKey), { resultId: `result-${runId}`, storedAt, fullText: "an answer" })
       .set(device.resultId(`result-${runId}`), resultKey)

@@ -47,7 +47,10 @@ for i = 1, #oldest, 2 do
     break
   end
   local run_key = base .. ':run:' .. run_id
-  local run = redis.call('HMGET', run_key, 'state', 'resultKey', 'requestId', 'idempotencyKey', 'deliveryId')
+  local run = redis.call('HMGET', run_key, 'state', 'resultId', 'requestId', 'idempotencyKey', 'deliveryId',
+    'serverInstanceId')
+  -- A resolved run names its result by resultId; the result's key is `<serverInstanceId>|<resultId>` (os-keys.ts).
+  if run[2] then run[2] = run[6] .. '|' .. run[2] end
   local stored_at = nil
   if run[2] then stored_at = tonumber(redis.call('HGET', base .. ':result:' .. run[2], 'storedAt')) end
   if run[1] == 'pending' then

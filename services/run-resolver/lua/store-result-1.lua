@@ -43,8 +43,9 @@ end
 redis.call('SET', base .. ':result-id:' .. resultId, resultKey)
 for i = 0, count - 1 do
   local runId = ARGV[13 + i * 3]
+  -- The run names its result by resultId: with its serverInstanceId (checked equal above) that is the resultKey.
   redis.call('HSET', base .. ':run:' .. runId, 'state', 'resolved', 'outcome', ARGV[6],
-    'resultKey', resultKey, 'resultId', resultId, 'resolvedAt', now)
+    'resultId', resultId, 'resolvedAt', now)
   redis.call('ZREM', base .. ':runs:pending', runId)
   emit_run_update(base, runId, 'resolved', '', '', now)
 end

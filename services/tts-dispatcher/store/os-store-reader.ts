@@ -82,7 +82,7 @@ export class OsStoreReader {
     const [runId] = await this.redis.zrevrange(device.runs, 0, 0);
     if (runId === undefined) return undefined;
     const voiceTargetId = await this.redis.hget(device.run(runId), "voiceTargetId");
-    return runRecordSchema.shape.voiceTargetId.optional().parse(voiceTargetId ?? undefined);
+    return runRecordSchema.in.shape.voiceTargetId.optional().parse(voiceTargetId ?? undefined);
   }
 
   async memberRuns(deviceId: string, result: StoredResult): Promise<MemberRun[]> {
