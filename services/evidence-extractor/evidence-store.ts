@@ -89,9 +89,10 @@ export class EvidenceStore {
     const stream = streamKeyFor(STREAMS.harnessEvidence, this.keys, first);
     const batch = this.redis.pipeline();
     for (const entry of evidence) {
-      if (entry.agentId !== first.agentId)
-        throw new Error(`one step's evidence names two agents: ${first.agentId}, ${entry.agentId}`);
-      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(entry));
+      const checked = STREAMS.harnessEvidence.schema.parse(entry);
+      if (checked.agentId !== first.agentId)
+        throw new Error(`one step's evidence names two agents: ${first.agentId}, ${checked.agentId}`);
+      batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(checked));
     }
     const failed = ((await batch.exec()) ?? []).find(([error]) => error !== null);
     if (failed) throw failed[0];

@@ -13,6 +13,8 @@ export interface ScaledGroup {
   partition: number;
   streamKey: string;
   group: string;
+  /** The stream is read in order: one replica per partition at a time, so replicas beyond the partitions idle. */
+  inOrder: boolean;
 }
 
 /** The STREAM_PARTITIONS the manifests run with (the processes' default). */
@@ -37,6 +39,7 @@ export function consumerGroups(
         partition,
         streamKey: keys.stream(stream.name, partition),
         group,
+        inOrder: stream.reading.kind === "consumer-group" && stream.reading.inOrder,
       }));
     }),
   );

@@ -340,7 +340,10 @@ function scaledObject(shape: ServiceShape, overlay: Overlay): ScaledObject {
     spec: {
       scaleTargetRef: { name: shape.name },
       minReplicaCount: 1,
-      maxReplicaCount: overlay.maxReplicas,
+      // A group reading in order has one reader per partition: a replica beyond the partitions would only idle.
+      maxReplicaCount: groups.some((group) => group.inOrder)
+        ? Math.min(overlay.maxReplicas, RENDERED_PARTITIONS)
+        : overlay.maxReplicas,
       pollingInterval: 15,
       cooldownPeriod: 120,
       triggers: [...streamTriggers, ...queueTriggers],
