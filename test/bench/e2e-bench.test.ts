@@ -136,7 +136,9 @@ describe("npm run bench -- e2e", () => {
     );
     expect(runKeys?.keys).toBeGreaterThan(0);
     expect(runKeys?.bytes).toBeGreaterThan(0);
-    expect(stdout).toMatch(/^lampline split: keys hold \d+\.\d\d KB per result spoken; largest: `/m);
+    expect(stdout).toMatch(
+      /^lampline split: record keys hold \d+\.\d\d KB per result spoken, capped logs and streams \d+\.\d MB in all; largest records: `/m,
+    );
     expect(stdout).toContain("| baseline | 5 |");
     expect(stdout).toContain("| lampline split | 5 |");
   }, 300_000);
