@@ -160,4 +160,39 @@ describe("record batch of the evidence extractor", () => {
     }
     expect([...firstById.values()]).toEqual(reference(runtime).evidence);
   });
+
+  it("does not read back a runtime it advanced; when another consumer moved it on, the CAS catches it and the store is read again", async () => {
+    const runtime = interleaved(1)
+      .filter(({ payload }) => payload.runtimeId === "codex-abc-0")
+      .sort((a, b) => a.payload.seq - b.payload.seq);
+    const { processor } = paths(store);
+    await processor.process((runtime[0] as Entry).payload);
+    let loads = 0;
+    class CountingStore extends EvidenceStore {
+      override async load(agentId: string, runtimeId: string): Promise<LoadedRuntime> {
+        loads += 1;
+        return super.load(agentId, runtimeId);
+      }
+    }
+    const { batch } = paths(new CountingStore(t.redis, t.keys, 60_000));
+    expect(await batch.process(runtime.slice(1, 4))).toEqual([]);
+    expect(await batch.process(runtime.slice(4, 7))).toEqual([]);
+    expect(loads).toBe(1);
+
+    // Another consumer applies seq 8 while this one still holds seq 7: its batch from 8 loses the CAS.
+    await processor.process((runtime[7] as Entry).payload);
+    const left = await batch.process(runtime.slice(7, 9));
+    expect(left.map(({ payload }) => payload.seq)).toEqual([8, 9]);
+    for (const entry of left) await processor.process(entry.payload);
+    expect(await batch.process(runtime.slice(9))).toEqual([]);
+    expect(loads).toBe(2);
+    expect((await store.load("agent-0", "codex-abc-0")).seq).toBe(runtime.length);
+    const firstById = new Map<string, string>();
+    for (const raw of await evidencePayloads(t)) {
+      const earlier = firstById.get(evidenceId(raw));
+      if (earlier !== undefined) expect(raw).toBe(earlier);
+      else firstById.set(evidenceId(raw), raw);
+    }
+    expect([...firstById.values()]).toEqual(reference(runtime).evidence);
+  });
 });

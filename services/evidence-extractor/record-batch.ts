@@ -1,5 +1,5 @@
 import type { EngineRecord, EngineRecordEntry } from "../../libs/contract/streams.js";
-import type { EvidenceStore } from "./evidence-store.js";
+import type { EvidenceStore, LoadedRuntime } from "./evidence-store.js";
 import type { ExtractorMetrics } from "./extractor-metrics.js";
 import { applyRecord, initialState } from "./record-reducer.js";
 import type { EvidenceLimits, RuntimeState } from "./runtime-state.js";
@@ -36,6 +36,13 @@ interface RuntimeRun<T extends Delivered> {
  * must see them exactly as stream order left them), and a runtime whose CAS lost to another consumer.
  */
 export class RecordBatch {
+  /**
+   * Each runtime's state as this consumer last advanced it ("agentId|runtimeId" → seq and state), so its next batch
+   * need not read it back: the CAS on the applied seq still guards it, and a runtime another consumer moved on
+   * fails that CAS, is forgotten here and goes through the per-record path, which reads the store.
+   */
+  private readonly advanced = new Map<string, LoadedRuntime>();
+
   constructor(private readonly options: RecordBatchOptions) {}
 
   /**
@@ -77,7 +84,7 @@ export class RecordBatch {
 
   private async reduce<T extends Delivered>(group: T[]): Promise<RuntimeRun<T>> {
     const first = (group[0] as T).payload;
-    const loaded = await this.options.store.load(first.agentId, first.runtimeId);
+    const loaded = await this.loadFor(first, Math.min(...group.map((entry) => entry.payload.seq)));
     const run: RuntimeRun<T> = {
       expectedSeq: loaded.seq,
       state: loaded.state,
@@ -113,10 +120,13 @@ export class RecordBatch {
     const conflicts = await store.persistBindings(run.state.agentId, bindings);
     if (conflicts > 0) metrics.bindingConflicts.inc(conflicts);
     await store.emit(run.steps.flatMap((step) => step.evidence));
+    const key = runtimeKey(run.state);
     if (!(await store.advance(run.state, run.expectedSeq))) {
+      this.advanced.delete(key);
       run.undone.push(...run.applied);
       return;
     }
+    this.remember(key, { seq: run.state.appliedSeq, state: structuredClone(run.state) });
     for (const step of run.steps) {
       const engine = step.record.engine;
       metrics.records.inc({ engine, status: "applied" });
@@ -124,4 +134,30 @@ export class RecordBatch {
       for (const [reason, count] of step.ignored) metrics.ignored.inc({ engine, reason }, count);
     }
   }
+
+  /**
+   * The runtime's state: a copy of what this consumer last advanced it to, unless the batch starts past it (the
+   * per-record path or another consumer moved the runtime on meanwhile), in which case the store is read.
+   */
+  private async loadFor(record: EngineRecord, firstSeq: number): Promise<LoadedRuntime> {
+    const key = runtimeKey(record);
+    const remembered = this.advanced.get(key);
+    if (remembered?.state !== undefined && firstSeq <= remembered.seq + 1)
+      return { seq: remembered.seq, state: structuredClone(remembered.state) };
+    this.advanced.delete(key);
+    return this.options.store.load(record.agentId, record.runtimeId);
+  }
+
+  private remember(key: string, runtime: LoadedRuntime): void {
+    this.advanced.delete(key);
+    this.advanced.set(key, runtime);
+    if (this.advanced.size > RUNTIMES_REMEMBERED)
+      this.advanced.delete(this.advanced.keys().next().value as string);
+  }
 }
+
+/** Runtimes whose last advanced state a consumer keeps (the most recently advanced ones). */
+const RUNTIMES_REMEMBERED = 1_024;
+
+const runtimeKey = (runtime: { agentId: string; runtimeId: string }) =>
+  `${runtime.agentId}|${runtime.runtimeId}`;
