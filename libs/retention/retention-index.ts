@@ -1,3 +1,4 @@
+import { RecentMap } from "../collections/recent-map.js";
 import type { RedisClient } from "../redis/redis-client.js";
 
 /** Devices popped from the index per round trip; a sweep goes on until none is due. */
@@ -29,7 +30,7 @@ export type NextDue = number | undefined;
  */
 export class RetentionIndex {
   /** deviceId -> when this writer last listed it (only with `relistAfterMs`), oldest first. */
-  private readonly listedAt = new Map<string, number>();
+  private readonly listedAt = new RecentMap<string, number>(LISTINGS_REMEMBERED);
 
   /**
    * `relistAfterMs` (a writer's option): a device this writer listed less than that long ago is not listed again.
@@ -50,10 +51,7 @@ export class RetentionIndex {
     if (listed !== undefined && now - listed < this.relistAfterMs) return;
     await this.redis.zadd(this.key, "NX", dueAt, deviceId);
     if (this.relistAfterMs <= 0) return;
-    this.listedAt.delete(deviceId);
     this.listedAt.set(deviceId, now);
-    if (this.listedAt.size > LISTINGS_REMEMBERED)
-      this.listedAt.delete(this.listedAt.keys().next().value as string);
   }
 
   /** Expires every device due by `now`; returns how many devices it visited. */

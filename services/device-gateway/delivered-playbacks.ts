@@ -1,3 +1,5 @@
+import { RecentMap } from "../../libs/collections/recent-map.js";
+
 /**
  * The playbackIds this gateway instance already wrote to a Lamp. A `playback.start` can reach the delivery stream
  * twice: when Redis dies after persisting the worker's XADD but before replying, the client resends the command on
@@ -5,18 +7,16 @@
  * never hears one playback twice. Memory is enough: a restarted instance follows the stream from `$`.
  */
 export class DeliveredPlaybacks {
-  private readonly ids = new Set<string>();
+  private readonly ids: RecentMap<string, true>;
 
-  constructor(private readonly capacity = 10_000) {}
+  constructor(capacity = 10_000) {
+    this.ids = new RecentMap(capacity);
+  }
 
   /** True the first time a playbackId is delivered; false for a repeated delivery entry. */
   firstDelivery(playbackId: string): boolean {
     if (this.ids.has(playbackId)) return false;
-    this.ids.add(playbackId);
-    if (this.ids.size > this.capacity) {
-      const oldest = this.ids.values().next();
-      if (!oldest.done) this.ids.delete(oldest.value);
-    }
+    this.ids.set(playbackId, true);
     return true;
   }
 }

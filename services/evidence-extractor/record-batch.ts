@@ -1,3 +1,4 @@
+import { RecentMap } from "../../libs/collections/recent-map.js";
 import type { EngineRecord, EngineRecordEntry } from "../../libs/contract/streams.js";
 import type { EvidenceStore, LoadedRuntime } from "./evidence-store.js";
 import type { ExtractorMetrics } from "./extractor-metrics.js";
@@ -41,7 +42,7 @@ export class RecordBatch {
    * need not read it back: the CAS on the applied seq still guards it, and a runtime another consumer moved on
    * fails that CAS, is forgotten here and goes through the per-record path, which reads the store.
    */
-  private readonly advanced = new Map<string, LoadedRuntime>();
+  private readonly advanced = new RecentMap<string, LoadedRuntime>(RUNTIMES_REMEMBERED);
 
   constructor(private readonly options: RecordBatchOptions) {}
 
@@ -126,7 +127,7 @@ export class RecordBatch {
       run.undone.push(...run.applied);
       return;
     }
-    this.remember(key, { seq: run.state.appliedSeq, state: structuredClone(run.state) });
+    this.advanced.set(key, { seq: run.state.appliedSeq, state: structuredClone(run.state) });
     for (const step of run.steps) {
       const engine = step.record.engine;
       metrics.records.inc({ engine, status: "applied" });
@@ -146,13 +147,6 @@ export class RecordBatch {
       return { seq: remembered.seq, state: structuredClone(remembered.state) };
     this.advanced.delete(key);
     return this.options.store.load(record.agentId, record.runtimeId);
-  }
-
-  private remember(key: string, runtime: LoadedRuntime): void {
-    this.advanced.delete(key);
-    this.advanced.set(key, runtime);
-    if (this.advanced.size > RUNTIMES_REMEMBERED)
-      this.advanced.delete(this.advanced.keys().next().value as string);
   }
 }
 

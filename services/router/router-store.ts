@@ -1,4 +1,5 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
+import { RecentMap } from "../../libs/collections/recent-map.js";
 import { z } from "zod";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { EXPIRED_HELD_KEPT, type ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
@@ -103,7 +104,7 @@ const KNOWN_RUNS_KEPT = 256;
 export class RouterStore {
   readonly device: OsDeviceKeys;
   /** idempotencyKey -> runId of the device's recent runs (a hint the binding step checks, never trusts). */
-  private readonly knownRuns = new Map<string, string>();
+  private readonly knownRuns = new RecentMap<string, string>(KNOWN_RUNS_KEPT);
 
   constructor(
     private readonly redis: RedisClient,
@@ -198,10 +199,7 @@ export class RouterStore {
 
   /** Remembers which run holds a key, so a later binding of its receipt need not read the key index. */
   knowRun(idempotencyKey: string, runId: string): void {
-    this.knownRuns.delete(idempotencyKey);
     this.knownRuns.set(idempotencyKey, runId);
-    if (this.knownRuns.size > KNOWN_RUNS_KEPT)
-      this.knownRuns.delete(this.knownRuns.keys().next().value as string);
   }
 
   async markSendAttempt(runId: string, transportInstanceId: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
+import { RecentMap } from "../../../libs/collections/recent-map.js";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
@@ -46,6 +47,9 @@ const ACK_RECHECK_MS = 1_000;
  */
 const ALIVE_TRUSTED_MS = LAMP_GATEWAY_HEARTBEAT_MS;
 
+/** Gateway instances whose heartbeat a worker remembers seeing: restarts bring new ones, the oldest are forgotten. */
+const GATEWAYS_REMEMBERED = 64;
+
 /**
  * Sends one playback to the Lamp at most once: claim (queued → sending, atomically with the presence check), write
  * playback.start to the gateway holding the socket, wait for `started` (woken by the ack step's notice, no polling). A playback found already `sending` was
@@ -57,8 +61,8 @@ const ALIVE_TRUSTED_MS = LAMP_GATEWAY_HEARTBEAT_MS;
 export class PlaybackWorker {
   private readonly worker: Worker<PlaybackJob>;
   private stopping = false;
-  /** gatewayId -> when it was last seen with a heartbeat. */
-  private readonly aliveAt = new Map<string, number>();
+  /** gatewayId -> when it was last seen with a heartbeat (the most recently seen gateways: they come and go). */
+  private readonly aliveAt = new RecentMap<string, number>(GATEWAYS_REMEMBERED);
 
   constructor(private readonly options: PlaybackWorkerOptions) {
     this.worker = new Worker<PlaybackJob>(
@@ -178,8 +182,6 @@ export class PlaybackWorker {
     if (seenAt !== undefined && Date.now() - seenAt < ALIVE_TRUSTED_MS) return { gatewayId, alive: true };
     const alive = (await redis.exists(keys.lampGatewayAlive(gatewayId))) === 1;
     if (alive) {
-      // Gateways come and go with restarts: forget the lot now and then rather than keep every one ever seen.
-      if (this.aliveAt.size >= 64) this.aliveAt.clear();
       this.aliveAt.set(gatewayId, Date.now());
     } else {
       this.aliveAt.delete(gatewayId);
