@@ -41,11 +41,8 @@ export class EvidenceHandler {
     // Read once per batch, and only when a result is built.
     const currentInstance = () => (instance ??= this.deps.identity.current());
     for (const evidence of batch) entries.push(...(await this.entriesOf(evidence, currentInstance)));
-    const byDevice = new Map<string, DeviceEntry[]>();
-    for (const entry of entries)
-      byDevice.set(entry.deviceId, [...(byDevice.get(entry.deviceId) ?? []), entry]);
     await Promise.all(
-      [...byDevice].map(async ([deviceId, owned]) => {
+      [...byDevice(entries)].map(async ([deviceId, owned]) => {
         const answers = await this.deps.ledger.apply(deviceId, owned);
         owned.forEach((entry, index) => {
           const answer = answers[index];
@@ -138,16 +135,19 @@ function unknownOf(
   code: string,
   message: string,
 ): DeviceEntry[] {
-  const byDevice = new Map<string, MemberRef[]>();
-  for (const member of members)
-    byDevice.set(member.deviceId, [...(byDevice.get(member.deviceId) ?? []), member]);
-  return [...byDevice].map(([deviceId, owned]) => ({
+  return [...byDevice(members)].map(([deviceId, owned]) => ({
     deviceId,
     kind: evidence.kind,
     op: "unknown",
     evidenceId: evidence.evidenceId,
     args: { members: owned.map(memberArg), code, message },
   }));
+}
+
+function byDevice<T extends { deviceId: string }>(items: readonly T[]): Map<string, T[]> {
+  const grouped = new Map<string, T[]>();
+  for (const item of items) grouped.set(item.deviceId, [...(grouped.get(item.deviceId) ?? []), item]);
+  return grouped;
 }
 
 const memberArg = (member: MemberRef) => ({ key: member.idempotencyKey, deliveryId: member.deliveryId });
