@@ -38,7 +38,7 @@ interface RuntimeRun<T extends Delivered> {
  */
 export class RecordBatch {
   /**
-   * Each runtime's state as this consumer last advanced it ("agentId|runtimeId" → seq and state), so its next batch
+   * Each runtime's state as this consumer last advanced it (runtime → seq and state), so its next batch
    * need not read it back: the CAS on the applied seq still guards it, and a runtime another consumer moved on
    * fails that CAS, is forgotten here and goes through the per-record path, which reads the store.
    */
@@ -70,7 +70,7 @@ export class RecordBatch {
         undone.add(entry);
         continue;
       }
-      const key = JSON.stringify([record.agentId, record.runtimeId]);
+      const key = runtimeKey(record);
       const group = groups.get(key);
       if (group) group.push(entry);
       else groups.set(key, [entry]);
@@ -127,7 +127,8 @@ export class RecordBatch {
       run.undone.push(...run.applied);
       return;
     }
-    this.advanced.set(key, { seq: run.state.appliedSeq, state: structuredClone(run.state) });
+    // Kept as is: nothing touches a run's state once persisted, and `loadFor` hands out copies.
+    this.advanced.set(key, { seq: run.state.appliedSeq, state: run.state });
     for (const step of run.steps) {
       const engine = step.record.engine;
       metrics.records.inc({ engine, status: "applied" });
@@ -154,4 +155,4 @@ export class RecordBatch {
 const RUNTIMES_REMEMBERED = 1_024;
 
 const runtimeKey = (runtime: { agentId: string; runtimeId: string }) =>
-  `${runtime.agentId}|${runtime.runtimeId}`;
+  JSON.stringify([runtime.agentId, runtime.runtimeId]);
