@@ -38,7 +38,7 @@ export interface IntakeHooks {
  * rejected, held, bound, or ignored) and only then lets the resume cursor pass it. A store failure throws before the
  * cursor moves, so the frame is replayed after reconnect. A decision that changes a result's fate (routed, rejected,
  * held, resync) moves the cursor in its own step; a receipt binding (idempotent: a stored receipt only moves
- * forward) and a lifecycle frame (nothing to store) leave it to `unstagedCursor`, which the session writes once its
+ * forward) and a lifecycle frame (nothing to store) leave it owed (`unstaged`), and the session writes it once its
  * queue of frames is idle (`flushCursor`), so a burst of frames costs one cursor write, not one per frame.
  */
 export class EventIntake {

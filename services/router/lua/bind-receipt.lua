@@ -78,8 +78,8 @@ local function bind_receipt(base, argv)
   local pending = run.state == 'pending'
 
   if first_binding then redis.call('SET', base .. ':delivery:' .. argv[3], runId) end
-  local updated = run
-  updated.receiptState, updated.receiptInput = argv[5], input
+  -- From here `run` is the run as this step leaves it: the run.update carries it.
+  run.receiptState, run.receiptInput = argv[5], input
   if pending and changed and (argv[5] == 'unknown' or argv[5] == 'rejected') then
     local code = type(receipt.error) == 'table' and receipt.error.code
     if type(code) ~= 'string' or code == '' then
@@ -89,12 +89,12 @@ local function bind_receipt(base, argv)
     keep('endReason', code)
     redis.call('HSET', runKey, unpack(fields))
     redis.call('ZREM', base .. ':runs:pending', runId)
-    updated.state, updated.endReason = 'unknown', code
-    append_run_update(base, runId, updated, 'unknown', code, '', argv[7])
+    run.state, run.endReason = 'unknown', code
+    append_run_update(base, runId, run, 'unknown', code, '', argv[7])
   else
     redis.call('HSET', runKey, unpack(fields))
     if pending and changed and argv[5] ~= 'completed' then
-      append_run_update(base, runId, updated, 'receipt', '', '', argv[7])
+      append_run_update(base, runId, run, 'receipt', '', '', argv[7])
     end
   end
   if not first_binding then
