@@ -89,9 +89,13 @@ function receiptInput(run: RunRecord): ReceiptInput | undefined {
  */
 export function runReceipt(run: RunRecord): Receipt | undefined {
   const { receiptState, deliveryId, serverInstanceId, receiptAt } = run;
-  if (receiptState === undefined || deliveryId === undefined || serverInstanceId === undefined)
+  if (
+    receiptState === undefined ||
+    deliveryId === undefined ||
+    serverInstanceId === undefined ||
+    receiptAt === undefined
+  )
     return undefined;
-  if (receiptAt === undefined) return undefined;
   const input = receiptInput(run);
   return receiptSchema.parse({
     idempotencyKey: run.idempotencyKey,

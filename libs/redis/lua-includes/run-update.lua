@@ -8,6 +8,14 @@
 local RUN_UPDATE_FIELDS = { 'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receiptInput',
   'endReason' }
 
+-- The run's `fields` by name (false = absent), in one HMGET.
+local function read_run_fields(base, runId, fields)
+  local values = redis.call('HMGET', base .. ':run:' .. runId, unpack(fields))
+  local run = {}
+  for index, field in ipairs(fields) do run[field] = values[index] end
+  return run
+end
+
 -- run: the run's RUN_UPDATE_FIELDS by name (false or nil = absent).
 local function append_run_update(base, runId, run, change, reason, playbackId, now)
   if not run.deviceId then return end

@@ -14,18 +14,10 @@
 local BIND_FIELDS = { 'idempotencyKey', 'agentId', 'deliveryId', 'serverInstanceId' }
 for _, field in ipairs(RUN_UPDATE_FIELDS) do BIND_FIELDS[#BIND_FIELDS + 1] = field end
 
--- The run's BIND_FIELDS by name.
-local function read_bound_run(base, runId)
-  local values = redis.call('HMGET', base .. ':run:' .. runId, unpack(BIND_FIELDS))
-  local run = {}
-  for index, field in ipairs(BIND_FIELDS) do run[field] = values[index] end
-  return run
-end
-
 local function bind_receipt(base, argv)
   local runId, run = argv[8], nil
   if runId and runId ~= '' then
-    run = read_bound_run(base, runId)
+    run = read_run_fields(base, runId, BIND_FIELDS)
     if run.idempotencyKey ~= argv[1] then run = nil end
   end
   if not run then
@@ -33,7 +25,7 @@ local function bind_receipt(base, argv)
     if not runId then
       return { 'unknown_key', '' }
     end
-    run = read_bound_run(base, runId)
+    run = read_run_fields(base, runId, BIND_FIELDS)
   end
   local runKey = base .. ':run:' .. runId
   if run.agentId ~= argv[2] then
