@@ -160,14 +160,13 @@ function summaryLines(run: {
   breakdown: ReturnType<typeof keyBreakdown>;
 }): string[] {
   const { settings, figures, steady, breakdown } = run;
-  const flat =
-    steady.samples < 2
-      ? "not reached (run longer than 1.25 retentions)"
-      : `${mb(steady.slopeBytesPerMinute)}/min`;
+  const head = `lampline ${settings.mode}: ${figures.sustainedPerSecond} results/s sustained, ${figures.lost} lost; OS retention ${settings["retention-seconds"]} s`;
+  if (steady.samples < 2)
+    return [head, "retention was not reached: run longer than 1.25 retentions (--seconds)"];
   return [
-    `lampline ${settings.mode}: ${figures.sustainedPerSecond} results/s sustained, ${figures.lost} lost; OS retention ${settings["retention-seconds"]} s`,
+    head,
     `used_memory before the load: ${mb(run.usedMemoryBefore)}; once retention is reached (${steady.samples} samples): ` +
-      `${mb(steady.minBytes)}–${mb(steady.maxBytes)}, mean ${mb(steady.meanBytes)}, trend ${flat}`,
+      `${mb(steady.minBytes)}–${mb(steady.maxBytes)}, mean ${mb(steady.meanBytes)}, trend ${mb(steady.slopeBytesPerMinute)}/min`,
     `retained results: ${run.retainedResults}; used_memory per retained result: ${kb(run.usedMemoryPerRetainedResultBytes)}`,
     `keys per retained result: ${kb(breakdown.perRetainedResultBytes)}; capped keys (event logs, run-update logs, ` +
       `pipeline streams): ${mb(breakdown.cappedBytes)} in all`,
