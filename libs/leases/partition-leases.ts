@@ -69,7 +69,9 @@ export class PartitionLeases {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.ticking;
-    for (const partition of this.partitionsHeld()) await this.release(partition);
+    // Side by side: each partition's work may wait out a blocking read, and a replica holding many must still stop
+    // within its grace period.
+    await Promise.all(this.partitionsHeld().map((partition) => this.release(partition)));
     await this.options.redis.zrem(this.options.replicasKey, this.options.owner).catch(() => 0);
   }
 
