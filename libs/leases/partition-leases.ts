@@ -1,7 +1,7 @@
 import type { RedisClient } from "../redis/redis-client.js";
 import type { Logger } from "../logging/logger.js";
 import { errorMessage } from "../errors/error-message.js";
-import { holdLease } from "./lease-step.js";
+import { holdLease, type LeaseStep } from "./lease-step.js";
 
 /** The work of one partition this replica holds; `stop(graceful)` ends it (graceful: handing it over). */
 export interface PartitionWork {
@@ -174,7 +174,7 @@ export class PartitionLeases {
     return renewalStartedAt + this.options.ttlMs - this.intervalMs;
   }
 
-  private lease(partition: number, step: "acquire" | "renew" | "release"): Promise<boolean> {
+  private lease(partition: number, step: LeaseStep): Promise<boolean> {
     const { redis, leaseKey, owner, ttlMs } = this.options;
     return holdLease(redis, leaseKey(partition), owner, ttlMs, step);
   }
