@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
-import { runReceipt } from "../../libs/os-store/run-record.js";
+import { runReceipt, type RunRecord } from "../../libs/os-store/run-record.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { receiptFor, registerVoiceRun, runOf } from "../../test/os/os-fixture.js";
 import { RouterStore } from "./router-store.js";
@@ -34,6 +34,20 @@ describe("router receipt binding", () => {
     expect(run?.receiptState).toBe("completed");
     expect(run && runReceipt(run)).toMatchObject({ state: "completed", deliveryId: "delivery-a" });
     expect(run?.state).toBe("pending");
+  });
+
+  it("keeps the last receipt as it came, not a merge: what the newer receipt lacks is gone from the run", async () => {
+    const started: Receipt = {
+      ...receipt("started"),
+      turnId: "turn-1",
+      input: { mode: "steering", phase: "submitted" },
+    };
+    await store.bindReceipt(started);
+    expect(runReceipt((await runOf(t, DEVICE, runId)) as RunRecord)).toEqual(started);
+
+    const completed: Receipt = { ...receipt("completed"), at: started.at + 1 };
+    expect((await store.bindReceipt(completed)).outcome).toBe("refreshed");
+    expect(runReceipt((await runOf(t, DEVICE, runId)) as RunRecord)).toEqual(completed);
   });
 
   it("still refuses a receipt naming another delivery as a conflict, whatever its state", async () => {

@@ -48,24 +48,28 @@ local function bind_receipt(base, argv)
   end
 
   -- The receipt is kept field by field (run-record.ts, runReceipt): what only the receipt says, beside the ids the
-  -- run holds anyway.
+  -- run holds anyway. It is the last receipt, not a merge: a field the new one lacks goes.
   local ok, receipt = pcall(cjson.decode, argv[6])
   if not ok or type(receipt) ~= 'table' then receipt = {} end
-  local fields = { 'deliveryId', argv[3], 'serverInstanceId', argv[4], 'receiptState', argv[5] }
+  local fields, gone = { 'deliveryId', argv[3], 'serverInstanceId', argv[4], 'receiptState', argv[5] }, {}
   local function keep(field, value)
-    if value ~= nil and value ~= cjson.null then
+    if value == nil or value == cjson.null or value == false then
+      gone[#gone + 1] = field
+    else
       fields[#fields + 1] = field
       fields[#fields + 1] = value
     end
   end
-  local input = false
-  if type(receipt.input) == 'table' then
-    input = tostring(receipt.input.mode) .. '/' .. tostring(receipt.input.phase)
-    keep('receiptInput', input)
-  end
+  local input = type(receipt.input) == 'table'
+    and tostring(receipt.input.mode) .. '/' .. tostring(receipt.input.phase)
+  keep('receiptInput', input)
   keep('receiptTurnId', receipt.turnId)
-  if type(receipt.at) == 'number' then keep('receiptAt', string.format('%.0f', receipt.at)) end
-  if type(receipt.error) == 'table' then keep('receiptError', cjson.encode(receipt.error)) end
+  keep('receiptAt', type(receipt.at) == 'number' and string.format('%.0f', receipt.at))
+  keep('receiptError', type(receipt.error) == 'table' and cjson.encode(receipt.error))
+  local function write_run()
+    redis.call('HSET', runKey, unpack(fields))
+    if #gone > 0 then redis.call('HDEL', runKey, unpack(gone)) end
+  end
   local changed = run.receiptState ~= argv[5] or (run.receiptInput or false) ~= input
   local pending = run.state == 'pending'
 
@@ -79,12 +83,12 @@ local function bind_receipt(base, argv)
     end
     keep('state', 'unknown')
     keep('endReason', code)
-    redis.call('HSET', runKey, unpack(fields))
+    write_run()
     redis.call('ZREM', base .. ':runs:pending', runId)
     run.state, run.endReason = 'unknown', code
     append_run_update(base, runId, run, 'unknown', code, '', argv[7])
   else
-    redis.call('HSET', runKey, unpack(fields))
+    write_run()
     if pending and changed and argv[5] ~= 'completed' then
       append_run_update(base, runId, run, 'receipt', '', '', argv[7])
     end
