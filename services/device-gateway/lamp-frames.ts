@@ -156,7 +156,12 @@ export class LampFrames {
   }
 
   private async voiceRequest(deviceId: string, request: VoiceRequest): Promise<Answer> {
-    const registered = await this.deps.registration.register(deviceId, request);
+    // A new run's receipt is awaited from before its send is queued, so no reply can come first: it needs no read
+    // of a receipt already bound. A repeated request's run may have one (receiptOf).
+    const runId = this.deps.registration.newRunId();
+    const newRunWaiter = this.deps.waiters.wait(runId, this.deps.receiptWaitMs);
+    const registered = await this.deps.registration.register(deviceId, request, runId);
+    if (registered.status !== "created") newRunWaiter.cancel();
     if (registered.status === "conflict")
       return errorAnswer(
         request.type,
@@ -185,7 +190,10 @@ export class LampFrames {
         "RATE_LIMITED",
         `voice.request rate exceeded; nothing was registered, retry in ${registered.retryAfterMs} ms`,
       );
-    const reply = await this.receiptOf(deviceId, registered.runId);
+    const reply =
+      registered.status === "created"
+        ? await newRunWaiter.reply
+        : await this.receiptOf(deviceId, registered.runId);
     if (reply?.error)
       return errorAnswer(
         request.type,

@@ -64,9 +64,17 @@ export class RunRegistration {
     private readonly retention: RetentionIndex,
   ) {}
 
-  async register(deviceId: string, request: VoiceRequest, now = Date.now()): Promise<Registration> {
+  /**
+   * `runId` is the id a new run gets: a caller that waits for the run's receipt picks it (`newRunId`) and starts
+   * waiting before the send is queued. A repeated requestId answers with the run it made before instead.
+   */
+  async register(
+    deviceId: string,
+    request: VoiceRequest,
+    runId = this.newRunId(),
+    now = Date.now(),
+  ): Promise<Registration> {
     const device = new OsDeviceKeys(this.keys, deviceId);
-    const runId = randomUUID();
     const expiresAt = request.voiceTarget.expiresAt
       ? Date.parse(request.voiceTarget.expiresAt)
       : now + this.voiceTargetTtlMs;
@@ -123,6 +131,11 @@ export class RunRegistration {
     if (cancellation === "stop_queued")
       await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);
     return cancellation;
+  }
+
+  /** A fresh local run id. */
+  newRunId(): string {
+    return randomUUID();
   }
 
   /** The key the Harness will know this run by: fresh per run, never derived from the request. */

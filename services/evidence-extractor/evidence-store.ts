@@ -2,6 +2,7 @@ import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
+import { execPipeline } from "../../libs/redis/pipeline.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import {
@@ -94,8 +95,7 @@ export class EvidenceStore {
         throw new Error(`one step's evidence names two agents: ${first.agentId}, ${checked.agentId}`);
       batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(checked));
     }
-    const failed = ((await batch.exec()) ?? []).find(([error]) => error !== null);
-    if (failed) throw failed[0];
+    await execPipeline(batch);
   }
 
   /** Compare-and-set on the applied seq: false when another consumer already advanced this runtime. */

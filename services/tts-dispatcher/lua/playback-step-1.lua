@@ -27,8 +27,10 @@
 -- result out of the speech order and names the playback of the result now first in it (`wake`: its job may be
 -- waiting behind this one).
 -- Returns {verdict, state, reason, kind, gatewayId, waitUntil, related}; verdict: moved | settled | offline | behind |
--- stale | recorded | unknown; waitUntil (epoch ms) only with offline and behind; related: with behind the resultKey
--- waited for, with moved the playback to wake ('' when none).
+-- stale | recorded | invalid | unknown; waitUntil (epoch ms) only with offline and behind; related: with behind the
+-- resultKey waited for, with moved the playback to wake ('' when none). A claim that moved to sending appends what
+-- the send needs: resultKey, resultId, voiceTargetId, text. A queued playback without a voice target cannot be sent
+-- (`invalid`, unchanged; never made by this service).
 --!include result-run-updates.lua
 local base = KEYS[1]
 local op, id, now = ARGV[1], ARGV[2], ARGV[3]
@@ -169,6 +171,8 @@ end
 if op == 'claim' then
   if state == 'sending' then return move('uncertain', 'send_interrupted') end
   if state ~= 'queued' then return stay('settled') end
+  local resultId, targetId, text = unpack(redis.call('HMGET', key, 'resultId', 'voiceTargetId', 'text'))
+  if not targetId or targetId == '' then return stay('invalid') end
   local waitLimit
   if kind == 'repeat' then
     waitLimit = (tonumber(createdAt or '') or 0) + tonumber(repeatWaitMs)
@@ -190,7 +194,9 @@ if op == 'claim' then
   local before, waitEnds = waitsFor()
   if before then return stay('behind', string.format('%.0f', math.min(waitEnds, waitLimit)), before) end
   redis.call('HSET', key, 'gatewayId', gateway)
-  return move('sending', '', gateway)
+  local sending = move('sending', '', gateway)
+  sending[8], sending[9], sending[10], sending[11] = resultKey, resultId, targetId, text
+  return sending
 end
 
 if op == 'ack-timeout' then

@@ -4,13 +4,13 @@ import { RecentMap } from "../../../libs/collections/recent-map.js";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
-import type { PlaybackRecord, PlaybackState } from "../../../libs/contract/os-playback.js";
+import type { PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { errorMessage } from "../../../libs/errors/error-message.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../../libs/test-support/crash-point.js";
-import type { PlaybackStore, StepResult } from "../store/playback-store.js";
+import type { PlaybackSend, PlaybackStore, StepResult } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
 import type { AckNotices, AckWait } from "./ack-notices.js";
 import { promoteIfDelayed, type PlaybackQueue } from "./playback-queue.js";
@@ -36,6 +36,12 @@ export interface PlaybackWorkerOptions {
   crashPoint: CrashPoint;
   /** Wakes the wait for an ack when the ack step publishes it. */
   notices: AckNotices;
+}
+
+/** A playback its claim moved to sending: who it is for and what its playback.start carries. */
+interface ClaimedPlayback extends PlaybackSend {
+  deviceId: string;
+  playbackId: string;
 }
 
 /** A notice may be lost (a reconnect of the subscriber): a waiting worker reads the state itself this often. */
@@ -102,14 +108,6 @@ export class PlaybackWorker {
   private async process(job: Job<PlaybackJob>, token: string | undefined): Promise<void> {
     const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
     const { store, log } = this.options;
-    const playback = await store.playback(deviceId, playbackId);
-    if (!playback) {
-      log.warn({ deviceId, playbackId }, "playback job without a playback record; nothing sent");
-      return;
-    }
-    // Cannot happen for playbacks this service creates; fail before claiming so it ends failed, not uncertain.
-    if (!playback.voiceTargetId)
-      throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
     const presence = await this.presence(deviceId);
     const claim = await store.step(
       deviceId,
@@ -122,13 +120,20 @@ export class PlaybackWorker {
       },
       Date.now(),
     );
+    if (claim.verdict === "unknown") {
+      log.warn({ deviceId, playbackId }, "playback job without a playback record; nothing sent");
+      return;
+    }
+    // Cannot happen for playbacks this service creates; the claim left it queued, so it ends failed, not uncertain.
+    if (claim.verdict === "invalid")
+      throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
     await this.settle(deviceId, claim);
     if (claim.verdict === "offline" && claim.waitUntil !== undefined)
       return this.waitForLamp(job, token, { deviceId, playbackId }, claim.waitUntil);
     if (claim.verdict === "behind" && claim.waitUntil !== undefined && claim.waitingFor !== undefined)
       return this.waitForTurn(job, token, { deviceId, playbackId }, claim.waitUntil, claim.waitingFor);
-    if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId) return;
-    await this.send(playback, playback.voiceTargetId, claim.gatewayId);
+    if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId || !claim.send) return;
+    await this.send({ deviceId, playbackId, ...claim.send }, claim.gatewayId);
   }
 
   /**
@@ -190,22 +195,17 @@ export class PlaybackWorker {
     return { gatewayId, alive };
   }
 
-  private async send(playback: PlaybackRecord, voiceTargetId: string, gatewayId: string): Promise<void> {
+  private async send(playback: ClaimedPlayback, gatewayId: string): Promise<void> {
     const { notices } = this.options;
     const wait = notices.expect(playback.deviceId, playback.playbackId);
     try {
-      await this.sendAndAwaitAck(playback, voiceTargetId, gatewayId, wait);
+      await this.sendAndAwaitAck(playback, gatewayId, wait);
     } finally {
       wait.end();
     }
   }
 
-  private async sendAndAwaitAck(
-    playback: PlaybackRecord,
-    voiceTargetId: string,
-    gatewayId: string,
-    wait: AckWait,
-  ): Promise<void> {
+  private async sendAndAwaitAck(playback: ClaimedPlayback, gatewayId: string, wait: AckWait): Promise<void> {
     const { redis, keys, store, metrics, crashPoint } = this.options;
     const sentAt = Date.now();
     await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(gatewayId), {
@@ -214,7 +214,7 @@ export class PlaybackWorker {
         type: "playback.start",
         playbackId: playback.playbackId,
         resultId: playback.resultId,
-        voiceTargetId,
+        voiceTargetId: playback.voiceTargetId,
         text: playback.text,
       },
       sentAt,
@@ -237,7 +237,7 @@ export class PlaybackWorker {
    * before the ack timeout (or the worker is stopping).
    */
   private async awaitAck(
-    playback: PlaybackRecord,
+    playback: ClaimedPlayback,
     sentAt: number,
     wait: AckWait,
   ): Promise<PlaybackState | undefined> {

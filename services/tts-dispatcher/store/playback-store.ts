@@ -2,11 +2,9 @@ import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   outboxEntrySchema,
-  playbackRecordSchema,
   type OutboxEntry,
   type PlaybackKind,
   type PlaybackReason,
-  type PlaybackRecord,
   type PlaybackState,
   playbackKindSchema,
   playbackReasonSchema,
@@ -66,15 +64,20 @@ export type StepOperation =
 
 const stepResultSchema = z
   .tuple([
-    z.enum(["moved", "settled", "offline", "behind", "stale", "recorded", "unknown"]),
+    z.enum(["moved", "settled", "offline", "behind", "stale", "recorded", "invalid", "unknown"]),
     z.union([playbackStateSchema, z.literal("")]),
     z.union([playbackReasonSchema, z.literal("")]),
     z.union([playbackKindSchema, z.literal("")]),
     z.string(),
     z.union([z.string().regex(/^\d+$/).transform(Number), z.literal("")]),
     z.string(),
+    // A claim that moved to sending: resultKey, resultId, voiceTargetId, text.
+    z.string().min(1).optional(),
+    z.string().min(1).optional(),
+    z.string().min(1).optional(),
+    z.string().optional(),
   ])
-  .transform(([verdict, state, reason, kind, gatewayId, waitUntil, related]) => ({
+  .transform(([verdict, state, reason, kind, gatewayId, waitUntil, related, ...send]) => ({
     verdict,
     state: state || undefined,
     reason: reason || undefined,
@@ -86,6 +89,8 @@ const stepResultSchema = z
     waitingFor: verdict === "behind" && related !== "" ? related : undefined,
     /** With `moved`: the playback now first in the device's speech order, whose job may wait behind this one. */
     wake: verdict === "moved" && related !== "" ? related : undefined,
+    /** With a claim that moved to sending: the playback.start to send, so the worker need not read the playback. */
+    send: sendOf(kind || undefined, send),
   }))
   .refine(
     (step) => (step.verdict === "offline" || step.verdict === "behind") === (step.waitUntil !== undefined),
@@ -93,8 +98,35 @@ const stepResultSchema = z
   )
   .refine((step) => (step.verdict === "behind") === (step.waitingFor !== undefined), {
     message: "behind, and only behind, names the result it waits for",
+  })
+  .refine((step) => (step.send !== undefined) === (step.verdict === "moved" && step.state === "sending"), {
+    message: "a move to sending, and only it, says what to send, all of it",
   });
 export type StepResult = z.infer<typeof stepResultSchema>;
+
+/** What a claimed playback's playback.start carries, and its kind (what the start is counted as). */
+export interface PlaybackSend {
+  kind: PlaybackKind;
+  resultKey: string;
+  resultId: string;
+  voiceTargetId: string;
+  text: string;
+}
+
+function sendOf(
+  kind: PlaybackKind | undefined,
+  [resultKey, resultId, voiceTargetId, text]: (string | undefined)[],
+): PlaybackSend | undefined {
+  if (
+    kind === undefined ||
+    resultKey === undefined ||
+    resultId === undefined ||
+    voiceTargetId === undefined ||
+    text === undefined
+  )
+    return undefined;
+  return { kind, resultKey, resultId, voiceTargetId, text };
+}
 
 const createdSchema = z.union([z.literal(0), z.literal(1)]);
 
@@ -213,11 +245,6 @@ export class PlaybackStore {
   /** The device's playbacks whose jobs wait for its Lamp to connect. */
   async awaitingLamp(deviceId: string): Promise<string[]> {
     return this.redis.zrange(this.device(deviceId).awaitingLamp, 0, -1);
-  }
-
-  async playback(deviceId: string, playbackId: string): Promise<PlaybackRecord | undefined> {
-    const fields = await this.redis.hgetall(this.device(deviceId).playback(playbackId));
-    return Object.keys(fields).length === 0 ? undefined : playbackRecordSchema.parse(fields);
   }
 
   async playbackState(deviceId: string, playbackId: string): Promise<PlaybackState | undefined> {

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resultKeyOf } from "../../../libs/os-store/os-keys.js";
+import { createTestRedis, type TestRedis } from "../../../test/helpers/test-redis.js";
+import { OsStoreFixture } from "../../../test/tts/os-store-fixture.js";
+import { PlaybackStore, type StepOperation } from "./playback-store.js";
+
+const CLAIM: StepOperation = { op: "claim", deadGateway: "", offlineRecheckMs: 5_000, repeatWaitMs: 60_000 };
+
+let t: TestRedis;
+let os: OsStoreFixture;
+let store: PlaybackStore;
+let deviceSeq = 0;
+
+beforeAll(() => {
+  t = createTestRedis("tts-playback-claim");
+  os = new OsStoreFixture(t.redis, t.keys);
+  store = new PlaybackStore(t.redis, t.keys, 1_000);
+});
+afterAll(() => t.cleanup());
+
+async function queuedRepeat(voiceTargetId: string): Promise<{ deviceId: string; playbackId: string }> {
+  const deviceId = `lamp-claim-${++deviceSeq}`;
+  const playbackId = `repeat-${deviceSeq}`;
+  await store.createRepeat(
+    {
+      deviceId,
+      playbackId,
+      resultKey: resultKeyOf("instance-1", `result-${deviceSeq}`),
+      resultId: `result-${deviceSeq}`,
+      state: "queued",
+      voiceTargetId,
+      text: "The answer, rendered for speech.",
+    },
+    Date.now(),
+  );
+  return { deviceId, playbackId };
+}
+
+describe("the playback claim hands the worker what it sends", () => {
+  it("a claim that moves to sending returns the playback.start's contents and the gateway", async () => {
+    const { deviceId, playbackId } = await queuedRepeat("kitchen");
+    await os.setPresence(deviceId, "gateway-7");
+    const claim = await store.step(deviceId, playbackId, CLAIM, Date.now());
+    expect(claim).toMatchObject({ verdict: "moved", state: "sending", gatewayId: "gateway-7" });
+    expect(claim.send).toEqual({
+      kind: "repeat",
+      resultKey: resultKeyOf("instance-1", `result-${deviceSeq}`),
+      resultId: `result-${deviceSeq}`,
+      voiceTargetId: "kitchen",
+      text: "The answer, rendered for speech.",
+    });
+    expect(await os.playback(deviceId, playbackId)).toMatchObject({
+      state: "sending",
+      gatewayId: "gateway-7",
+    });
+  });
+
+  it("a claim that does not send carries nothing to send", async () => {
+    const { deviceId, playbackId } = await queuedRepeat("kitchen");
+    const offline = await store.step(deviceId, playbackId, CLAIM, Date.now());
+    expect(offline.verdict).toBe("offline");
+    expect(offline.send).toBeUndefined();
+  });
+
+  it("a queued playback without a voice target is refused as invalid and left queued", async () => {
+    const { deviceId, playbackId } = await queuedRepeat("");
+    await os.setPresence(deviceId);
+    const claim = await store.step(deviceId, playbackId, CLAIM, Date.now());
+    expect(claim).toMatchObject({ verdict: "invalid", state: "queued" });
+    expect(claim.send).toBeUndefined();
+    expect(await os.playback(deviceId, playbackId)).toMatchObject({ state: "queued" });
+  });
+});
