@@ -7,6 +7,7 @@ import { receiptSchema, type Receipt } from "../../../libs/contract/receipt.js";
 import { STREAMS, harnessDispatchSchema, type HarnessDispatch } from "../../../libs/contract/streams.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { execPipeline } from "../../../libs/redis/pipeline.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import { HarnessDeviceKeys, undispatchedDevicesKey } from "../../../libs/harness-store/harness-keys.js";
 
@@ -103,10 +104,12 @@ export class ReservationStore {
   async dispatch(deviceId: string, dispatch: HarnessDispatch): Promise<void> {
     const device = new HarnessDeviceKeys(this.keys, deviceId);
     await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, dispatch);
-    await Promise.all([
-      this.redis.hdel(device.reservation(dispatch.idempotencyKey), "dispatch"),
-      this.redis.zrem(device.undispatched, dispatch.idempotencyKey),
-    ]);
+    await execPipeline(
+      this.redis
+        .pipeline()
+        .hdel(device.reservation(dispatch.idempotencyKey), "dispatch")
+        .zrem(device.undispatched, dispatch.idempotencyKey),
+    );
   }
 
   /** The dispatch sweep: dispatches a reservation still marked undispatched; false when it no longer needs it. */
