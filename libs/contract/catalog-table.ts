@@ -39,7 +39,7 @@ function readingOf(reading: StreamReading): string {
     case "audit-log":
       return "appended once per identity, read by range (OS API); nothing consumes it";
     case "update-log":
-      return `ids \`0-<updateId>\`, read by range from each Lamp socket's cursor (device-gateway); about the newest ${reading.kept} kept`;
+      return `ids \`0-<updateId>\`, read by range from each Lamp socket's cursor (device-gateway); about the newest ${reading.kept} kept, none older than the OS retention (\`RESULT_RETENTION_MS\`)`;
   }
 }
 

@@ -61,7 +61,7 @@ export type StreamReading =
   | { kind: "tail" }
   /** Appended once per identity and read whole by range; nothing consumes it. */
   | { kind: "audit-log" }
-  /** Ids `0-<n>`, read by range from a cursor each reader keeps (no group); trimmed to the newest `kept`. */
+  /** Ids `0-<n>`, read by range from a cursor each reader keeps (no group); trimmed to the newest `kept`, and by age. */
   | { kind: "update-log"; kept: number };
 
 export interface StreamSpec<S extends z.ZodType = z.ZodType> {

@@ -134,6 +134,26 @@ describe("the OS expiry step", () => {
     expect(next).toBe(now - 1_000 + RETENTION_MS);
   });
 
+  it("trims the run.update log by each update's age, oldest first, and keeps its ids increasing afterwards", async () => {
+    const device = new OsDeviceKeys(t.keys, "lamp-updates");
+    const now = Date.now();
+    const update = (at: number) =>
+      JSON.stringify({ runId: "r", requestId: "q", state: "resolved", change: "resolved", at });
+    for (const at of [now - RETENTION_MS - 3_000, now - RETENTION_MS - 2_000, now - 2_000, now - 1_000])
+      await t.redis.xadd(device.runUpdates, "0-*", "payload", update(at));
+
+    const next = await expireOsDevice(t.redis, t.keys, device.deviceId, settings, now);
+
+    expect((await t.redis.xrange(device.runUpdates, "-", "+")).map(([id]) => id)).toEqual(["0-3", "0-4"]);
+    expect(next).toBe(now - 2_000 + RETENTION_MS);
+    // Once every update is past retention the log is empty but still there: the next update is 0-5, not 0-1.
+    expect(
+      await expireOsDevice(t.redis, t.keys, device.deviceId, settings, now + RETENTION_MS),
+    ).toBeUndefined();
+    expect(await t.redis.xlen(device.runUpdates)).toBe(0);
+    expect(await t.redis.xadd(device.runUpdates, "0-*", "payload", update(now))).toBe("0-5");
+  });
+
   it("answers nothing left once a device retains nothing", async () => {
     const device = new OsDeviceKeys(t.keys, "lamp-empty");
     const now = Date.now();

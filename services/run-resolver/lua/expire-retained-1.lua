@@ -5,7 +5,9 @@
 -- it; with it go its lookups (request, key, delivery), its result, the result's id lookup, outbox entry and the
 -- outbox's playbacks. A pending run is never removed. The device's rejection, protocol-error and held-expired logs
 -- lose their entries older than the cut (stream ids are epoch ms); a log left empty forgets its identities, so a
--- rejection replayed after retention is recorded again. Speech-order entries routed before the cut go too.
+-- rejection replayed after retention is recorded again. Speech-order entries routed before the cut go too. The
+-- run.update log (ids `0-<updateId>`, each update stamped `at`) loses its updates older than the cut, oldest first;
+-- the stream itself stays, even empty, so a Lamp that resumes later still sees update ids increase.
 -- Returns {removedRuns, removedResults, removedLogEntries, nextDue}: nextDue 0 = nothing retained is left.
 local base = KEYS[1]
 local now, retention, recheck, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -87,5 +89,22 @@ for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do
       redis.call('DEL', key, key .. '-ids')
     end
   end
+end
+-- Updates are appended with the time of the step that made them: the expired ones lead the log.
+local updates = base .. ':run-updates'
+local last_expired = nil
+local page = redis.call('XRANGE', updates, '-', '+', 'COUNT', limit)
+for _, entry in ipairs(page) do
+  local at = tonumber(cjson.decode(entry[2][2]).at) or 0
+  if at >= cut then
+    due_at(at + retention)
+    break
+  end
+  last_expired = tonumber(string.sub(entry[1], 3))
+end
+if last_expired then
+  removed_entries = removed_entries + redis.call('XTRIM', updates, 'MINID', '0-' .. (last_expired + 1))
+  -- A whole page expired: there may be more right away.
+  if #page == limit and last_expired == tonumber(string.sub(page[#page][1], 3)) then due_at(now) end
 end
 return {removed_runs, removed_results, removed_entries, next_due}
