@@ -160,7 +160,12 @@ export class LampFrames {
     // of a receipt already bound. A repeated request's run may have one (receiptOf).
     const runId = this.deps.registration.newRunId();
     const newRunWaiter = this.deps.waiters.wait(runId, this.deps.receiptWaitMs);
-    const registered = await this.deps.registration.register(deviceId, request, runId);
+    const registered = await this.deps.registration
+      .register(deviceId, request, runId)
+      .catch((error: unknown) => {
+        newRunWaiter.cancel();
+        throw error;
+      });
     if (registered.status !== "created") newRunWaiter.cancel();
     if (registered.status === "conflict")
       return errorAnswer(
