@@ -110,8 +110,11 @@ describe
         const [utterance] = await lamp.waitForUtterances(1, 30_000);
         expect(utterance).toMatchObject({ resultId: runB.resultId });
         expect(lamp.utterances).toHaveLength(1);
-        // The steered text reached the model within the same turn: with the tool's output, after A.
-        const followUp = requestsOf(agentId).find((request) => request.sawToolResult);
+        // The steered text reached the model within the same turn: with the tool's output, after A. The last request
+        // after the tool is the one whose answer ended the turn (Codex may sample once more when it takes B in late).
+        const followUp = requestsOf(agentId)
+          .filter((request) => request.sawToolResult)
+          .at(-1);
         expect(followUp?.userTexts).toHaveLength(2);
         expect(followUp?.userTexts[0]).toBe("Run the check.");
         expect(followUp?.userTexts[1]).toContain("Also say FOLDED.");
