@@ -37,9 +37,10 @@ local op, id, now = ARGV[1], ARGV[2], ARGV[3]
 local arg, deadGateway, repeatWaitMs = ARGV[5], ARGV[6], ARGV[7]
 local key = base .. ':playback:' .. id
 local awaitingKey = base .. ':playbacks:awaiting-lamp'
--- Every field a step may read, in one read.
-local state, kind, resultKey, storedReason, lastAck, createdAt, targetExpiresAt, newestRunId = unpack(redis.call(
-  'HMGET', key, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt', 'voiceTargetExpiresAt', 'newestRunId'))
+-- Every field a step decides on, in one read; what a send carries (resultId, text) is read only when it sends.
+local state, kind, resultKey, storedReason, lastAck, createdAt, targetExpiresAt, newestRunId, targetId =
+  unpack(redis.call('HMGET', key, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt',
+    'voiceTargetExpiresAt', 'newestRunId', 'voiceTargetId'))
 if not state then return {'unknown', '', '', '', '', '', ''} end
 local outboxKey = false
 if kind == 'answer' then outboxKey = base .. ':outbox:' .. resultKey end
@@ -171,7 +172,6 @@ end
 if op == 'claim' then
   if state == 'sending' then return move('uncertain', 'send_interrupted') end
   if state ~= 'queued' then return stay('settled') end
-  local resultId, targetId, text = unpack(redis.call('HMGET', key, 'resultId', 'voiceTargetId', 'text'))
   if not targetId or targetId == '' then return stay('invalid') end
   local waitLimit
   if kind == 'repeat' then
@@ -195,6 +195,7 @@ if op == 'claim' then
   if before then return stay('behind', string.format('%.0f', math.min(waitEnds, waitLimit)), before) end
   redis.call('HSET', key, 'gatewayId', gateway)
   local sending = move('sending', '', gateway)
+  local resultId, text = unpack(redis.call('HMGET', key, 'resultId', 'text'))
   sending[8], sending[9], sending[10], sending[11] = resultKey, resultId, targetId, text
   return sending
 end
