@@ -6,6 +6,7 @@
 -- retention, terminal receipts older than receipt retention (an unresolved reservation never goes).
 -- Returns {removed, nextDue}: nextDue 0 = nothing retained is left to expire (an unresolved reservation lists the
 -- device again when it ends).
+--!include expire-log-by-age.lua
 local base = KEYS[1]
 local now, event_ms, result_ms, receipt_ms, limit =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -16,18 +17,9 @@ local function due_at(at)
 end
 
 -- The log is in eventId order and events are appended with the time they happened: the expired ones lead it.
-local log = base .. ':event-log'
-local last_expired
-for _, entry in ipairs(redis.call('XRANGE', log, '-', '+', 'COUNT', limit)) do
-  local at = cjson.decode(entry[2][2]).at or 0
-  if at >= now - event_ms then
-    due_at(at + event_ms)
-    break
-  end
-  last_expired = tonumber(string.sub(entry[1], 3))
-  removed = removed + 1
-end
-if last_expired then redis.call('XTRIM', log, 'MINID', '0-' .. (last_expired + 1)) end
+local expired_events, event_kept_at = expire_log_by_age(base .. ':event-log', now - event_ms, limit)
+removed = removed + expired_events
+if event_kept_at then due_at(event_kept_at + event_ms) end
 
 -- A zset scored by time: members older than the cut go through `drop`; the oldest left sets the due time.
 local function expire_by_score(key, retention_ms, drop)

@@ -9,6 +9,7 @@
 -- run.update log (ids `0-<updateId>`, each update stamped `at`) loses its updates older than the cut, oldest first;
 -- the stream itself stays, even empty, so a Lamp that resumes later still sees update ids increase.
 -- Returns {removedRuns, removedResults, removedLogEntries, nextDue}: nextDue 0 = nothing retained is left.
+--!include expire-log-by-age.lua
 local base = KEYS[1]
 local now, retention, recheck, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cut = now - retention
@@ -91,20 +92,12 @@ for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do
   end
 end
 -- Updates are appended with the time of the step that made them: the expired ones lead the log.
-local updates = base .. ':run-updates'
-local last_expired = nil
-local page = redis.call('XRANGE', updates, '-', '+', 'COUNT', limit)
-for _, entry in ipairs(page) do
-  local at = tonumber(cjson.decode(entry[2][2]).at) or 0
-  if at >= cut then
-    due_at(at + retention)
-    break
-  end
-  last_expired = tonumber(string.sub(entry[1], 3))
-end
-if last_expired then
-  removed_entries = removed_entries + redis.call('XTRIM', updates, 'MINID', '0-' .. (last_expired + 1))
-  -- A whole page expired: there may be more right away.
-  if #page == limit and last_expired == tonumber(string.sub(page[#page][1], 3)) then due_at(now) end
+local expired_updates, update_kept_at = expire_log_by_age(base .. ':run-updates', cut, limit)
+removed_entries = removed_entries + expired_updates
+if update_kept_at then
+  due_at(update_kept_at + retention)
+elseif expired_updates == limit then
+  -- A whole page went: there may be more right away.
+  due_at(now)
 end
 return {removed_runs, removed_results, removed_entries, next_due}
