@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Receipt } from "../../libs/contract/receipt.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
-import { runReceipt, type RunRecord } from "../../libs/os-store/run-record.js";
+import { runReceipt } from "../../libs/os-store/run-record.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { receiptFor, registerVoiceRun, runOf } from "../../test/os/os-fixture.js";
 import { RouterStore } from "./router-store.js";
@@ -20,6 +20,11 @@ beforeEach(async () => {
 afterEach(() => t.cleanup());
 
 const receipt = (state: Receipt["state"]): Receipt => ({ ...receiptFor(key, "delivery-a"), state });
+/** The receipt the run holds now (undefined without a run or a receipt). */
+const boundReceipt = async () => {
+  const run = await runOf(t, DEVICE, runId);
+  return run && runReceipt(run);
+};
 
 describe("router receipt binding", () => {
   it("moves the run's receipt forward only: a duplicated or reordered older receipt refreshes nothing", async () => {
@@ -43,11 +48,11 @@ describe("router receipt binding", () => {
       input: { mode: "steering", phase: "submitted" },
     };
     await store.bindReceipt(started);
-    expect(runReceipt((await runOf(t, DEVICE, runId)) as RunRecord)).toEqual(started);
+    expect(await boundReceipt()).toEqual(started);
 
     const completed: Receipt = { ...receipt("completed"), at: started.at + 1 };
     expect((await store.bindReceipt(completed)).outcome).toBe("refreshed");
-    expect(runReceipt((await runOf(t, DEVICE, runId)) as RunRecord)).toEqual(completed);
+    expect(await boundReceipt()).toEqual(completed);
   });
 
   it("still refuses a receipt naming another delivery as a conflict, whatever its state", async () => {
