@@ -1,8 +1,9 @@
-import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { Cluster, type RedisOptions } from "ioredis";
 import type { Logger } from "../logging/logger.js";
 import type { OutageLogFilter } from "./outage-log-filter.js";
 import type { RedisClient } from "./redis-client.js";
 import { Subscriber } from "./subscriber.js";
+import { WriteCoalescingRedis } from "./write-coalescing-redis.js";
 
 /** A seed node of a Redis Cluster (REDIS_CLUSTER_NODES). */
 export interface ClusterNode {
@@ -26,14 +27,16 @@ export interface RedisConnectionsOptions {
 /**
  * Opens one connection of either kind with these options: a `Redis` to the URL, or a `Cluster` from the seeds
  * (the options then apply to each node's connection; the cluster client routes every command to its key's node).
- * On a cluster only the URL's credentials are used: the same user and password on every node.
+ * On a cluster only the URL's credentials are used: the same user and password on every node. A single server's
+ * connection sends the commands of one event-loop turn in one write (WriteCoalescingRedis); the Cluster client
+ * builds its node connections itself, so on a cluster every command is still its own write.
  */
 export function openRedisClient(
   url: string,
   clusterNodes: readonly ClusterNode[] | undefined,
   options: RedisOptions,
 ): RedisClient {
-  if (clusterNodes === undefined || clusterNodes.length === 0) return new Redis(url, options);
+  if (clusterNodes === undefined || clusterNodes.length === 0) return new WriteCoalescingRedis(url, options);
   const { retryStrategy: clusterRetryStrategy, enableReadyCheck, lazyConnect, ...redisOptions } = options;
   return new Cluster([...clusterNodes], {
     clusterRetryStrategy,
