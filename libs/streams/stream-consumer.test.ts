@@ -196,6 +196,60 @@ describe("stream consumer", () => {
     expect(await pendingCount()).toBe(0);
   });
 
+  it("with ownerOf, handles other owners' entries of a read while one owner's waits, each owner's in order", async () => {
+    const owned = { name: "test.owned", schema: z.object({ owner: z.string(), step: z.number() }) };
+    for (const [owner, step] of [
+      ["a", 1],
+      ["b", 1],
+      ["a", 2],
+      ["b", 2],
+    ] as const)
+      await appendToStream(t.redis, t.keys, owned, { owner, step });
+    const seen: string[] = [];
+    let releaseA1: () => void = () => undefined;
+    const a1Held = new Promise<void>((resolve) => (releaseA1 = resolve));
+    const consumer = new StreamConsumer({
+      connections: t.connections,
+      keys: t.keys,
+      stream: owned,
+      group: "workers",
+      consumer: "c1",
+      settings: fast,
+      log: testLog,
+      metrics: createMetricsRegistry(),
+      ownerOf: ({ owner }) => owner,
+      handle: async ({ payload: { owner, step } }) => {
+        seen.push(`${owner}${step} start`);
+        if (owner === "a" && step === 1) await a1Held;
+        if (owner === "b" && step === 2) releaseA1();
+        seen.push(`${owner}${step} end`);
+      },
+    });
+    running.push(consumer);
+    await consumer.start();
+    await waitFor(
+      async () => seen.length,
+      (n) => n === 8,
+    );
+    // a1 holds only a's queue: b's two entries run meanwhile, and a2 starts only after a1 ended.
+    expect(seen).toEqual([
+      "a1 start",
+      "b1 start",
+      "b1 end",
+      "b2 start",
+      "b2 end",
+      "a1 end",
+      "a2 start",
+      "a2 end",
+    ]);
+    expect(
+      await waitFor(
+        async () => Number(((await t.redis.xpending(t.keys.stream(owned.name), "workers")) as [number])[0]),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
+  });
+
   it("hands each read batch to the batch handler and acks all its entries", async () => {
     const ids = await addJobs(25);
     const batchSizes: number[] = [];

@@ -53,6 +53,7 @@ export const engineRunnerService = defineService({
       stream: STREAM_CATALOG.harnessDispatch,
       group: STREAM_CATALOG.harnessDispatch.consumers.engineRunner(machineId).group,
       handle: (entry) => router.handle(entry.payload),
+      ownerOf: (payload) => payload.agentId,
     });
     ctx.health.addReadiness("agents", async () => [...hosted.values()].every((agent) => agent.isRunning()));
     ctx.log.info({ machineId, agents: [...hosted.keys()] }, "engine-runner hosting agents");

@@ -23,6 +23,7 @@ export const runResolverService = defineService({
       stream: osRouted,
       group: osRouted.consumers.runResolver.group,
       handle: ({ payload }) => resolution.apply(payload),
+      ownerOf: (payload) => payload.deviceId,
     });
     const retention = startOsRetentionSweep(redis, ctx.keys, osRetentionSettingsOf(config), ctx.log);
     return {

@@ -76,11 +76,13 @@ export const ttsDispatcherService = defineService({
         stream: STREAM_CATALOG.osResolved,
         group: STREAM_CATALOG.osResolved.consumers.ttsDispatcher.group,
         handle: (entry) => dispatcher.dispatch(entry.payload),
+        ownerOf: (payload) => payload.deviceId,
       }),
       await startServiceConsumer(ctx, {
         stream: STREAM_CATALOG.lampEvents,
         group: STREAM_CATALOG.lampEvents.consumers.ttsDispatcher.group,
         handle: (entry) => lampEvents.handle(entry.payload),
+        ownerOf: (payload) => payload.deviceId,
       }),
     ];
     worker.start();
