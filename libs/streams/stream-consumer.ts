@@ -310,10 +310,6 @@ export class StreamConsumer<S extends z.ZodType> {
     }
   }
 
-  /**
-   * `handled`: its effects are durable and it is the caller's to ack; `settled`: dead-lettered (acked with it);
-   * `failed`: left pending for a retry.
-   */
   /** Without `ownerOf` every entry has the same owner; one that does not parse is its own (it is dead-lettered). */
   private ownerKey({ id, parsed }: ReadEntry<z.infer<S>>): string {
     const { ownerOf } = this.options;
@@ -326,6 +322,10 @@ export class StreamConsumer<S extends z.ZodType> {
     return { id, raw, parsed: parsePayload(this.options.stream.schema, raw) };
   }
 
+  /**
+   * `handled`: its effects are durable and it is the caller's to ack; `settled`: dead-lettered (acked with it);
+   * `failed`: left pending for a retry.
+   */
   private async handleEntry(
     { id, raw, parsed }: ReadEntry<z.infer<S>>,
     deliveries: number,
