@@ -29,7 +29,6 @@ export default defineConfig({
     include: ["test/cluster/**/*.test.ts"],
     exclude: ["**/node_modules/**"],
     globalSetup: ["test/cluster/cluster-global-setup.ts"],
-    setupFiles: ["test/setup/port-slice.ts"],
     // Every cluster test outside the acceptance suites, and the subset within them.
     testNamePattern: new RegExp(
       `^(?!${ACCEPTANCE_SUITES.map(escape).join("|")})|${JOINT_SUBSET.map(escape).join("|")}`,

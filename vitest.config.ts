@@ -6,7 +6,6 @@ export default defineConfig({
     // The real engine CLIs are installed separately: `npm run test:real-engines` (vitest.real-engines.config.ts).
     exclude: [...configDefaults.exclude, "test/real-engines/**", "test/cluster/**"],
     globalSetup: ["test/setup/redis-global-setup.ts"],
-    setupFiles: ["test/setup/port-slice.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -29,35 +29,17 @@ export const HASH_MAX_LISTPACK_VALUE = 1024;
 /** Ports handed out by freePort: below Linux's ephemeral range (32768+) where listen(0) and outgoing sockets draw. */
 const FREE_PORT_RANGE = { from: 20_000, to: 32_000 };
 
-/** The part of FREE_PORT_RANGE this process draws from (all of it unless narrowed by useFreePortSlice). */
-let portRange = { ...FREE_PORT_RANGE };
-
-/** Ports this process has handed out: a port is checked free when picked but bound later, by another process. */
-const handedOut = new Set<number>();
-
 /**
- * Narrows this process's ports to slice `index` of `count` equal slices of the range, so processes that pick ports
- * at the same time (test workers booting stacks in parallel) never pick the same one.
- */
-export function useFreePortSlice(index: number, count: number): void {
-  const size = Math.floor((FREE_PORT_RANGE.to - FREE_PORT_RANGE.from) / count);
-  const from = FREE_PORT_RANGE.from + (index % count) * size;
-  portRange = { from, to: from + size };
-}
-
-/**
- * A port that is free now and not handed out before by this process, chosen at random below the ephemeral range,
- * so no server listening on port 0 and no outgoing connection can take it between this check and the process that
- * will listen on it.
+ * A port that is free now, chosen at random below the ephemeral range, so no server listening on port 0 and no
+ * outgoing connection can take it between this check and the process that will listen on it.
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
-    const port = portRange.from + Math.floor(Math.random() * (portRange.to - portRange.from));
-    if (handedOut.has(port) || !(await canListen(port))) continue;
-    handedOut.add(port);
-    return port;
+    const port =
+      FREE_PORT_RANGE.from + Math.floor(Math.random() * (FREE_PORT_RANGE.to - FREE_PORT_RANGE.from));
+    if (await canListen(port)) return port;
   }
-  throw new Error(`no free port between ${portRange.from} and ${portRange.to}`);
+  throw new Error(`no free port between ${FREE_PORT_RANGE.from} and ${FREE_PORT_RANGE.to}`);
 }
 
 function canListen(port: number): Promise<boolean> {
