@@ -69,8 +69,8 @@ async function addJobs(count: number): Promise<string[]> {
 }
 
 const doneCount = async () => (await t.redis.keys(`${t.keys.prefix}:done:*`)).length;
-const pendingCount = async () =>
-  Number(((await t.redis.xpending(t.keys.stream(stream.name), "workers")) as [number])[0]);
+const pendingCount = async (streamName = stream.name) =>
+  Number(((await t.redis.xpending(t.keys.stream(streamName), "workers")) as [number])[0]);
 
 function spawnChild(name: string, delayMs: number): TsProcess {
   const child = new TsProcess("test/fixtures/stream-consumer-child.ts", {
@@ -244,7 +244,7 @@ describe("stream consumer", () => {
     ]);
     expect(
       await waitFor(
-        async () => Number(((await t.redis.xpending(t.keys.stream(owned.name), "workers")) as [number])[0]),
+        () => pendingCount(owned.name),
         (n) => n === 0,
       ),
     ).toBe(0);
