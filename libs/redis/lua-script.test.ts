@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { LuaReplyError, LuaScript } from "./lua-script.js";
+import { LuaReplyError, LuaScript, NamedLuaScript } from "./lua-script.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 
 const script = LuaScript.fromFile(
@@ -59,5 +59,19 @@ describe("Lua scripts as named, versioned units", () => {
     await expect(strict.run(t.redis, [t.keys.key("fresh2")], [1, 5])).rejects.toThrow(
       "bounded-increment replied 1",
     );
+  });
+
+  it("passes named arguments as one object and parses the named reply with a discriminated union", async () => {
+    const named = NamedLuaScript.fromFile<{ by: number; limit: number }, z.ZodType>(
+      new URL("./test-lua/named-increment-1.lua", import.meta.url),
+      z.discriminatedUnion("verdict", [
+        z.object({ verdict: z.literal("added"), value: z.number().int() }),
+        z.object({ verdict: z.literal("refused"), current: z.number().int() }),
+      ]),
+    );
+    const key = t.keys.key("named");
+    expect(named.numberOfKeys).toBe(1);
+    expect(await named.run(t.redis, [key], { by: 4, limit: 5 })).toEqual({ verdict: "added", value: 4 });
+    expect(await named.run(t.redis, [key], { by: 4, limit: 5 })).toEqual({ verdict: "refused", current: 4 });
   });
 });
