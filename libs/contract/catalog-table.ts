@@ -35,7 +35,7 @@ function readingOf(reading: StreamReading): string {
     case "single-consumer":
       return `one consumer ${code(reading.consumer)}, so whoever takes over inherits what is pending; ${reading.retry}`;
     case "tail":
-      return "read from `$` without a group; nothing retried";
+      return `read from \`$\` without a group; nothing retried; about the newest ${reading.kept} kept, and the stream goes after ${reading.idleExpiryMs / 60_000} min without a write (a stopped instance's)`;
     case "audit-log":
       return "appended once per identity, read by range (OS API); nothing consumes it";
     case "update-log":

@@ -57,8 +57,12 @@ export type StreamReading =
   | { kind: "consumer-group"; settings: typeof HOST_CONSUMER_SETTINGS; deadLetter: string; inOrder: boolean }
   /** One stable consumer per group, so whoever takes over inherits what is pending; entries are deleted once done. */
   | { kind: "single-consumer"; consumer: string; retry: string }
-  /** Read from `$` without a group: whoever is not listening has nobody waiting any more. */
-  | { kind: "tail" }
+  /**
+   * Read from `$` without a group: whoever is not listening has nobody waiting any more. So an entry matters only
+   * while it is new: about the newest `kept` are kept, and a stream nobody writes to for `idleExpiryMs` (a stopped
+   * instance's) goes.
+   */
+  | { kind: "tail"; kept: number; idleExpiryMs: number }
   /** Appended once per identity and read whole by range; nothing consumes it. */
   | { kind: "audit-log" }
   /** Ids `0-<n>`, read by range from a cursor each reader keeps (no group); trimmed to the newest `kept`, and by age. */
@@ -83,6 +87,9 @@ export interface StreamSpec<S extends z.ZodType = z.ZodType> {
   /** What one entry says, in a line. */
   carries: string;
 }
+
+/** A tail stream's bounds: far above what one instance's readers can fall behind by, far below what would matter. */
+const TAIL = { kind: "tail", kept: 1_000, idleExpiryMs: 10 * 60_000 } as const;
 
 const hostGroups = (name: string, { inOrder = false } = {}) =>
   ({ kind: "consumer-group", settings: HOST_CONSUMER_SETTINGS, deadLetter: `${name}:dlq`, inOrder }) as const;
@@ -170,7 +177,7 @@ export const STREAM_CATALOG = {
         keyspace: "pipeline",
         producers: ["tts-dispatcher"],
         consumers: {},
-        reading: { kind: "tail" },
+        reading: TAIL,
         carries:
           "`playback.start` (from the playback worker) for a device whose socket that gateway instance holds",
       }) as const,
@@ -184,7 +191,7 @@ export const STREAM_CATALOG = {
         keyspace: "pipeline",
         producers: ["router"],
         consumers: {},
-        reading: { kind: "tail" },
+        reading: TAIL,
         carries:
           "the answer to a `send` command: `{deviceId, runId, receipt | null, error?}`, which the waiting `voice.request` returns",
       }) as const,

@@ -5,19 +5,39 @@ import { streamKeyFor, streamPartitions, type PartitionedStream } from "./stream
 
 export const PAYLOAD_FIELD = "payload";
 
+/** What bounds a stream whose entries matter only while new (a tail stream, read from `$`). */
+export interface TailBounds {
+  kind: "tail";
+  kept: number;
+  idleExpiryMs: number;
+}
+
 /**
  * Appends a schema-checked payload to a pipeline stream (to its owner's partition when the stream is partitioned);
- * a payload that does not parse is never written.
+ * a payload that does not parse is never written. A tail stream is capped and expires when nobody writes to it, in
+ * the same transaction as the append, so no write leaves it without its end.
  */
 export async function appendToStream<S extends z.ZodType>(
   redis: RedisClient,
   keys: Keyspace,
-  stream: PartitionedStream & { schema: S },
+  stream: PartitionedStream & {
+    schema: S;
+    reading?: TailBounds | { kind: "consumer-group" | "single-consumer" | "audit-log" | "update-log" };
+  },
   payload: z.input<S>,
 ): Promise<string> {
   const checked = stream.schema.parse(payload);
   const key = streamKeyFor(stream, keys, checked);
-  const id = await redis.xadd(key, "*", PAYLOAD_FIELD, JSON.stringify(checked));
+  const entry = [PAYLOAD_FIELD, JSON.stringify(checked)];
+  const tail = stream.reading;
+  if (tail?.kind !== "tail") return (await redis.xadd(key, "*", ...entry)) as string;
+  const [[error, id] = []] =
+    (await redis
+      .multi()
+      .xadd(key, "MAXLEN", "~", tail.kept, "*", ...entry)
+      .pexpire(key, tail.idleExpiryMs)
+      .exec()) ?? [];
+  if (error) throw error;
   return id as string;
 }
 
