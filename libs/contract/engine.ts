@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** The four engine wire formats this project reads (DESIGN §3 Evidence). */
+/** The four engine wire formats this project reads (docs/evidence.md). */
 export const engineKindSchema = z.enum([
   "claude-stream-json",
   "codex-app-server",

@@ -112,7 +112,7 @@ export function runReceipt(run: RunRecord): Receipt | undefined {
   });
 }
 
-/** The public JSON of a run (DESIGN §7). */
+/** The public JSON of a run (docs/wire-protocol.md, "OS query API"). */
 export function runView(run: RunRecord) {
   return {
     runId: run.runId,

@@ -51,7 +51,7 @@ const fail = (reply: FastifyReply, status: number, code: string, message: string
   reply.code(status).send({ error: { code, message } });
 
 /**
- * The OS query API (DESIGN §7), same JWT as the Lamp: a device sees only its own records; an operator names the
+ * The OS query API (docs/wire-protocol.md), same JWT as the Lamp: a device sees only its own records; an operator names the
  * device with `?deviceId=`. Unknown ids are 404 and bad input 400, always with a JSON error.
  */
 export function registerOsApi(http: FastifyInstance, queries: OsQueries, auth: LampAuthenticator): void {

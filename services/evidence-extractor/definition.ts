@@ -14,7 +14,7 @@ export const evidenceExtractorService = defineService({
   config: parseEvidenceExtractorConfig,
   async start(ctx, config) {
     const redis = ctx.connections.command;
-    // We produce harness.evidence: its consumer group exists before our first entry (DESIGN §2).
+    // We produce harness.evidence: its consumer group exists before our first entry.
     const { engineRecords, harnessEvidence } = STREAM_CATALOG;
     await ensurePartitionGroups(
       redis,

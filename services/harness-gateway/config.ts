@@ -13,7 +13,7 @@ export const gatewayEnvSchema = z.object({
   HARNESS_JWT_SECRET: envJwtSecret,
   AGENTS_FILE: z.string().min(1),
   HARNESS_MACHINE_ID: z.string().min(1).max(128).default(hostname()),
-  /** The operator's switch for the v2 capability (DESIGN §7). */
+  /** The operator's switch for the v2 capability (docs/wire-protocol.md, "Connecting"). */
   TURN_CORRELATION_V2: envBool(true),
   /** How peers without v2 get results: `plain` (proven single inputs only) or `correlated` (later revision). */
   LEGACY_SUMMARY_PROFILE: z.enum(["plain", "correlated"]).default("plain"),

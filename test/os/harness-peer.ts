@@ -34,7 +34,7 @@ const LIMITS = {
 };
 
 /**
- * A scripted Harness speaking DESIGN §3 over a real `ws` server: it authenticates the device by JWT, answers
+ * A scripted Harness speaking the Harness wire (docs/wire-protocol.md) over a real `ws` server: it authenticates the device by JWT, answers
  * hello / turn.send / turn.stop / receipt.get from its own receipt table (a repeated key answers `duplicate`),
  * records every frame it receives, and lets a test push any frame (events, resync) to a device's session.
  */

@@ -13,7 +13,7 @@ import { streamPartitions } from "../../../libs/streams/stream-partitions.js";
 import { scanKeys } from "../../helpers/scan-keys.js";
 import { errorMessage } from "../../../libs/errors/error-message.js";
 
-/** GET /v1/runs/:id as the OS query API answers it (DESIGN §7). */
+/** GET /v1/runs/:id as the OS query API answers it (docs/wire-protocol.md). */
 export interface RunView {
   runId: string;
   requestId: string;
