@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PeerSilence, STALL_MS } from "./peer-silence.js";
+import { STALL_MS } from "../timing/stall.js";
+import { PeerSilence } from "./peer-silence.js";
 
 const SETTINGS = { pingIntervalMs: 10_000, pongTimeoutMs: 20_000 };
 

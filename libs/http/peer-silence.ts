@@ -1,8 +1,4 @@
-/**
- * A keepalive tick this much later than scheduled means the process itself was not running (stopped, throttled, a
- * long GC or a blocked event loop): the peer's pongs of that time still wait unread, so its silence is not its own.
- */
-export const STALL_MS = 1_000;
+import { STALL_MS } from "../timing/stall.js";
 
 export interface KeepaliveSettings {
   /** How often the server pings the peer. */
