@@ -25,5 +25,9 @@ export const deviceGatewayConfigSchema = z.object({
   LAMP_MAX_PENDING_RUNS: envInt(20, 1, 1_000_000),
   /** The run-resolver's retention of terminal runs: how long a new run keeps its device in the retention index. */
   RESULT_RETENTION_MS: envInt(30 * 86_400_000, 1_000),
+  /** A device's sockets on one gateway instance; one more is closed with 4003 (docs/wire-protocol.md). */
+  LAMP_MAX_SOCKETS_PER_DEVICE: envInt(4, 1, 1_000),
+  /** Frames waiting to be answered on one Lamp socket beyond which the gateway stops reading it. */
+  LAMP_SOCKET_MAX_QUEUED_FRAMES: envInt(16, 2, 10_000),
   ...keepaliveEnvFields,
 });

@@ -117,7 +117,10 @@ export const deviceGatewayService = defineService({
       updates,
       instanceId,
       sockets: metrics.sockets,
+      socketsRefused: metrics.socketsRefused,
       keepalive: { pingIntervalMs: config.WS_PING_INTERVAL_MS, pongTimeoutMs: config.WS_PONG_TIMEOUT_MS },
+      maxSocketsPerDevice: config.LAMP_MAX_SOCKETS_PER_DEVICE,
+      maxQueuedFrames: config.LAMP_SOCKET_MAX_QUEUED_FRAMES,
       log: ctx.log,
     });
     const queries = new OsQueries(redis, ctx.keys);

@@ -8,6 +8,7 @@ export const deviceGatewayMetrics = perRegistry((registry) => {
   const metrics = gatewaySeries(registry);
   for (const type of LAMP_FRAME_TYPES)
     for (const result of ["ok", "error"]) metrics.frames.inc({ type, result }, 0);
+  metrics.socketsRefused.inc({ reason: "too_many_sockets" }, 0);
   return metrics;
 });
 
@@ -19,6 +20,12 @@ const gatewaySeries = (registry: Registry) => ({
     registers: [registry],
   }),
   sockets: new Gauge({ name: "os_lamp_sockets", help: "Open Lamp WebSockets", registers: [registry] }),
+  socketsRefused: new Counter({
+    name: "os_lamp_sockets_refused_total",
+    help: "Lamp WebSockets closed right after the upgrade, by reason (too_many_sockets: over the per-device cap)",
+    labelNames: ["reason"],
+    registers: [registry],
+  }),
   duplicates: new Counter({
     name: "os_lamp_duplicate_deliveries_total",
     help: "playback.start delivery entries refused because this instance already delivered that playbackId",

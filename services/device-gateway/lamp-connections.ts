@@ -16,6 +16,8 @@ const presenceScript = LuaScript.fromFile(
 
 /** Close code for a socket whose token was revoked (as on the Harness transport). */
 const REVOKED_CLOSE_CODE = 4001;
+/** Close code for a device's socket beyond LAMP_MAX_SOCKETS_PER_DEVICE on one instance (the newest is refused). */
+export const TOO_MANY_SOCKETS_CLOSE_CODE = 4003;
 /** Devices refreshed or checked at once (one round trip each, pipelined on the shared connection). */
 const DEVICE_BATCH = 500;
 
@@ -57,6 +59,11 @@ export class LampConnections {
     if (sockets && sockets.size > 0) return;
     this.sockets.delete(deviceId);
     await this.presence(deviceId, "release");
+  }
+
+  /** The device's sockets held by this instance (a socket is held from its connect until its close). */
+  count(deviceId: string): number {
+    return this.sockets.get(deviceId)?.size ?? 0;
   }
 
   /** Writes a frame to every open socket of the device on this instance; returns how many got it. */

@@ -1,13 +1,15 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
-import type { Gauge } from "prom-client";
+import type { Counter, Gauge } from "prom-client";
 import type { Principal } from "../../libs/auth/tokens.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
-import { keepSocketAlive, type KeepaliveSettings } from "../../libs/http/socket-keepalive.js";
+import type { KeepaliveSettings } from "../../libs/http/peer-silence.js";
+import { keepSocketAlive } from "../../libs/http/socket-keepalive.js";
 import { closeAtTokenExpiry } from "../../libs/http/token-expiry.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import type { LampConnections } from "./lamp-connections.js";
+import { TOO_MANY_SOCKETS_CLOSE_CODE, type LampConnections } from "./lamp-connections.js";
+import { LampFrameQueue } from "./lamp-frame-queue.js";
 import { registerLamp } from "./lamp-registration.js";
 import type { LampFrames } from "./lamp-frames.js";
 import type { LampAuthenticator } from "./principal.js";
@@ -28,10 +30,12 @@ const lampUpgradeSchema = {
 };
 
 /**
- * `GET /v1/lamp/ws`: a device token is checked before the upgrade (401 otherwise); each socket's frames are answered
- * in the order they arrived, and the socket is registered for delivery and presence while it is open. It is closed
- * with 4002 when its token expires and terminated when it stops answering pings; a frame still queued when the
- * socket closed is dropped unanswered (nobody is left to answer, so no run is started for it).
+ * `GET /v1/lamp/ws`: a device token is checked before the upgrade (401 otherwise); a device's socket beyond
+ * `maxSocketsPerDevice` on this instance is closed at once with 4003, the device's open sockets untouched. Each
+ * socket's frames are answered in the order they arrived, and it is not read while `maxQueuedFrames` wait; the socket
+ * is registered for delivery and presence while it is open. It is closed with 4002 when its token expires and
+ * terminated when it stops answering pings; a frame still queued when the socket closed is dropped unanswered
+ * (nobody is left to answer, so no run is started for it).
  */
 export function registerLampRoute(
   http: FastifyInstance,
@@ -45,11 +49,18 @@ export function registerLampRoute(
     updates: RunUpdateFeed;
     instanceId: string;
     sockets: Gauge;
+    socketsRefused: Counter<"reason">;
     keepalive: KeepaliveSettings;
+    /** Sockets one device may hold on this instance; one more is closed with TOO_MANY_SOCKETS_CLOSE_CODE. */
+    maxSocketsPerDevice: number;
+    /** Frames waiting on one socket beyond which it is not read (LampFrameQueue). */
+    maxQueuedFrames: number;
     log: Logger;
   },
 ): void {
-  const { redis, keys, auth, frames, connections, updates, sockets, keepalive, log } = options;
+  const { redis, keys, auth, frames, connections, updates, sockets, socketsRefused, keepalive, log } =
+    options;
+  const { maxSocketsPerDevice, maxQueuedFrames } = options;
   const principals = new WeakMap<FastifyRequest, { principal: Principal; issuedAt: number }>();
   http.get(
     LAMP_WS_PATH,
@@ -72,26 +83,32 @@ export function registerLampRoute(
       const authenticated = principals.get(request);
       if (!authenticated) return socket.close(1008, "unauthorized");
       const { deviceId } = authenticated.principal;
+      if (connections.count(deviceId) >= maxSocketsPerDevice) {
+        socketsRefused.inc({ reason: "too_many_sockets" });
+        log.info(
+          { deviceId, maxSocketsPerDevice },
+          "lamp socket refused: the device has its sockets already",
+        );
+        return socket.close(TOO_MANY_SOCKETS_CLOSE_CODE, "too many sockets for this device");
+      }
       sockets.inc();
       updates.attach(deviceId, socket);
       closeAtTokenExpiry(socket, request.headers.authorization);
       keepSocketAlive(socket, keepalive, (silentForMs) =>
         log.info({ deviceId, silentForMs }, "lamp socket stopped answering pings; terminated"),
       );
-      // Frames of one socket are answered in the order they arrived.
-      let chain: Promise<void> = Promise.resolve();
-      socket.on("message", (data) => {
-        // Logged, never left rejected: that would wedge the socket and, unhandled, end the process.
-        chain = chain
-          .then(async () => {
-            if (socket.readyState !== socket.OPEN) return frames.handleAfterClose(deviceId, data.toString());
-            const answer = await frames.handle(deviceId, socket, data.toString());
-            if (answer && socket.readyState === socket.OPEN) socket.send(JSON.stringify(answer));
-          })
-          .catch((error: unknown) =>
-            log.error({ deviceId, err: errorMessage(error) }, "lamp frame not answered"),
-          );
-      });
+      const answer = async (text: string) => {
+        if (socket.readyState !== socket.OPEN) return frames.handleAfterClose(deviceId, text);
+        const reply = await frames.handle(deviceId, socket, text);
+        if (reply && socket.readyState === socket.OPEN) socket.send(JSON.stringify(reply));
+      };
+      // Logged, never left rejected: that would wedge the queue and, unhandled, end the process.
+      const queue = new LampFrameQueue(socket, maxQueuedFrames, (data) =>
+        answer(data.toString()).catch((error: unknown) =>
+          log.error({ deviceId, err: errorMessage(error) }, "lamp frame not answered"),
+        ),
+      );
+      socket.on("message", (data) => queue.push(data));
       socket.on("error", (error) => log.warn({ deviceId, err: error.message }, "lamp socket error"));
       socket.on("close", () => {
         sockets.dec();

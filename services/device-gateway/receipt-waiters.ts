@@ -1,4 +1,5 @@
 import type { SendReply } from "../../libs/contract/device-commands.js";
+import { setObservedTimeout } from "../../libs/timing/observed-timeout.js";
 
 type Settle = (reply: SendReply | undefined) => void;
 
@@ -6,13 +7,16 @@ type Settle = (reply: SendReply | undefined) => void;
 export class ReceiptWaiters {
   private readonly waiting = new Map<string, Set<Settle>>();
 
-  /** Resolves with the router's reply, or undefined after `timeoutMs`. Register before checking the store. */
+  /**
+   * Resolves with the router's reply, or undefined after `timeoutMs` of time the process observed (a reply waiting
+   * unread behind a pause of the process is still taken). Register before checking the store.
+   */
   wait(runId: string, timeoutMs: number): { reply: Promise<SendReply | undefined>; cancel: () => void } {
     let settle: Settle = () => undefined;
     const reply = new Promise<SendReply | undefined>((resolve) => {
-      const timer = setTimeout(() => done(undefined), timeoutMs);
+      const cancelTimeout = setObservedTimeout(() => done(undefined), timeoutMs);
       const done: Settle = (value) => {
-        clearTimeout(timer);
+        cancelTimeout();
         this.waiting.get(runId)?.delete(done);
         if (this.waiting.get(runId)?.size === 0) this.waiting.delete(runId);
         resolve(value);

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import type { z } from "zod";
 import { harnessErrorResultSchema } from "../../libs/contract/harness-wire.js";
+import { keepSocketAlive } from "../../libs/http/socket-keepalive.js";
 import type { Logger } from "../../libs/logging/logger.js";
 
 export class HarnessTimeout extends Error {
@@ -25,7 +26,7 @@ interface Waiter {
  * One authenticated WebSocket to the Harness: requests are matched to their `<op>_result` by requestId with a
  * timeout (a lost answer is a timeout, and the caller retries with the same idempotency key); every other frame
  * (events, resync) goes to `onFrame` in arrival order. The link pings the Harness every `requestTimeoutMs` and
- * terminates the socket when a ping goes unanswered that long, so a dead or half-open server ends in `onClose`
+ * terminates the socket after two request timeouts without a pong, so a dead or half-open server ends in `onClose`
  * (and the caller reconnects) within two request timeouts instead of never; an opening handshake left unanswered
  * fails `open()` after one request timeout.
  */
@@ -92,24 +93,14 @@ export class HarnessLink {
     this.socket?.close();
   }
 
+  /** Two request timeouts of observed silence end the link (libs/http/peer-silence.ts: a pause of ours does not). */
   private pingUntilClosed(socket: WebSocket): void {
-    let answered = true;
-    socket.on("pong", () => (answered = true));
-    const pinger = setInterval(() => {
-      if (!answered) {
-        this.options.log.warn(
-          { silentForMs: this.options.requestTimeoutMs },
-          "harness stopped answering pings",
-        );
-        clearInterval(pinger);
-        socket.terminate();
-        return;
-      }
-      answered = false;
-      socket.ping();
-    }, this.options.requestTimeoutMs);
-    pinger.unref();
-    socket.once("close", () => clearInterval(pinger));
+    const { requestTimeoutMs, log } = this.options;
+    keepSocketAlive(
+      socket,
+      { pingIntervalMs: requestTimeoutMs, pongTimeoutMs: 2 * requestTimeoutMs },
+      (silentForMs) => log.warn({ silentForMs }, "harness stopped answering pings"),
+    );
   }
 
   private exchange(frame: Record<string, unknown>, requestId: string): Promise<unknown> {
