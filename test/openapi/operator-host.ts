@@ -11,6 +11,7 @@ import { createMetricsRegistry } from "../../libs/metrics/registry.js";
 import { RedisConnections } from "../../libs/redis/connections.js";
 import type { RunningService } from "../../libs/service/service-context.js";
 import { consumerSettingsOf } from "../../libs/streams/consumer-settings.js";
+import { consoleService } from "../../services/console/definition.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
 import { routerService } from "../../services/router/definition.js";
@@ -29,7 +30,7 @@ export interface AnnouncedRoute {
 }
 
 /**
- * The OS services and the harness-gateway on one server, as the all-in-one hosts them (the engine-side services add
+ * The OS services, the console and the harness-gateway on one server, as the all-in-one hosts them (the engine-side services add
  * only the probes), with every route they register recorded.
  */
 export class OperatorHost {
@@ -78,6 +79,7 @@ export class OperatorHost {
       routerService,
       runResolverService,
       ttsDispatcherService,
+      consoleService,
     ])
       running.push(
         await definition.start({
