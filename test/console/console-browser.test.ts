@@ -76,7 +76,7 @@ async function shot(name: string): Promise<void> {
 }
 
 const resultUrl = (deviceId: string, resultId: string) =>
-  `${stack.url("device-gateway")}/console/results/${deviceId}/${resultId}`;
+  `${stack.url("console")}/console/results/${deviceId}/${resultId}`;
 
 const HAS_CHROMIUM = existsSync(CHROMIUM);
 
@@ -103,7 +103,7 @@ beforeAll(async () => {
   await serveTheStory();
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`${stack.url("device-gateway")}/console/login`);
+  await page.goto(`${stack.url("console")}/console/login`);
   await page.getByLabel(/Operator token/).fill(await stack.token("ops", "operator"));
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForURL(/\/console\/$/);
@@ -169,7 +169,7 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
   });
 
   it("runs are filtered by device and state on the server, with the merged group marked", async () => {
-    await page.goto(`${stack.url("device-gateway")}/console/runs`);
+    await page.goto(`${stack.url("console")}/console/runs`);
     await page.getByLabel("Device").selectOption(DEVICE);
     await page.getByLabel("State").selectOption("resolved");
     await page.getByRole("button", { name: "Show" }).click();
@@ -187,7 +187,7 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
   });
 
   it("redrive moves the dead letter back: it leaves the dead letters and its answer is spoken", async () => {
-    await page.goto(`${stack.url("device-gateway")}/console/`);
+    await page.goto(`${stack.url("console")}/console/`);
     await page.getByRole("button", { name: /^Redrive dead letter/ }).click();
     await page.waitForURL(/redrivenAs=/);
     expect(await page.getByRole("status").filter({ hasText: "moved back to os.resolved" }).count()).toBe(1);
@@ -198,7 +198,7 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
     );
     await page.goto(resultUrl(DEVICE, ids.deadLettered));
     expect(await shown(page.locator(".playback-state"))).toBe("played");
-    await page.goto(`${stack.url("device-gateway")}/console/`);
+    await page.goto(`${stack.url("console")}/console/`);
     expect(await page.locator("tr[data-dead-letter]").count()).toBe(0);
     await shot("after-redrive");
   });
