@@ -100,8 +100,13 @@ export class OperatorHost {
     return new OperatorHost(t, http, routes, running, connections, health);
   }
 
-  osToken(sub: string, role: "device" | "operator"): Promise<string> {
-    return signToken(OS_SECRET, { audience: "os", sub, role, expiresInSeconds: 600 });
+  /** Listens on a free loopback port, for tests that must go through a real socket (headers, streams); the URL. */
+  listen(): Promise<string> {
+    return this.http.listen({ host: "127.0.0.1", port: 0 });
+  }
+
+  osToken(sub: string, role: "device" | "operator", expiresInSeconds = 600): Promise<string> {
+    return signToken(OS_SECRET, { audience: "os", sub, role, expiresInSeconds });
   }
 
   harnessToken(sub: string, role: "os" | "operator"): Promise<string> {
