@@ -218,7 +218,7 @@ function registerSignIn(site: FastifyInstance, deps: ConsoleDeps): void {
       },
     },
     async (request, reply) => {
-      const forged = deps.csrf.originRefusalOf(request);
+      const forged = deps.csrf.originRefusalOf(request, false);
       if (forged) return refuseForgery(deps, reply, forged);
       const body = loginBodySchema.safeParse(request.body);
       if (!body.success) return reply.code(400).type(HTML).send(loginPage("Paste an operator token."));

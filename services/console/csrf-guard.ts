@@ -14,11 +14,10 @@ const formTokenSchema = z.object({ [CSRF_FIELD]: z.string().max(256) });
 
 /**
  * Cross-site request forgery defence for the console's state-changing routes. The browser attaches the session
- * cookie on its own, so a request that rides on it must come from a page of this origin (Origin's host is the
- * request's Host: SameSite lets a page of the same site on another port through) and carry the token only the
- * console's own pages hold: an HMAC of the session's token under a key derived from AUTH_JWT_SECRET, so every
+ * cookie on its own, so a request that rides on it must come from a page of this origin and carry the token only
+ * the console's own pages hold: an HMAC of the session's token under a key derived from AUTH_JWT_SECRET, so every
  * replica agrees and it dies with the session. A request with its own `Authorization` header cannot be forged
- * from another page (that header needs CORS, which no route grants), so it passes the Origin check only.
+ * from another page (that header needs CORS, which no route grants), so it passes the origin check only.
  */
 export class CsrfGuard {
   private readonly key: Buffer;
@@ -34,18 +33,28 @@ export class CsrfGuard {
   }
 
   refusalOf(request: FastifyRequest, credential: SessionCredential): CsrfRefusal | undefined {
-    const origin = request.headers.origin;
-    if (origin === undefined) return credential.viaCookie ? "missing_origin" : undefined;
-    if (hostOf(origin) !== request.headers.host) return "cross_origin";
-    if (!credential.viaCookie) return undefined;
+    const refusal = this.originRefusalOf(request, credential.viaCookie);
+    if (refusal || !credential.viaCookie) return refusal;
     return this.carriesToken(request, credential) ? undefined : "csrf_token";
   }
 
-  /** The Origin check alone, for the sign-in form (there is no session yet to bind a token to). */
-  originRefusalOf(request: FastifyRequest): CsrfRefusal | undefined {
+  /**
+   * Whether the request comes from a page of this origin: `Sec-Fetch-Site`, which browsers set and pages cannot,
+   * must say `same-origin` (a page of the same site on another port, which SameSite lets the cookie reach, is
+   * `same-site`), and a named `Origin` must be the request's own Host. Under `Referrer-Policy: no-referrer` a
+   * browser sends `Origin: null` with every form post, so then `Sec-Fetch-Site` alone vouches. A request with
+   * neither is no browser's: refused on the cookie, let through with its own credential (curl). The sign-in form
+   * uses this check alone (there is no session yet to bind a token to).
+   */
+  originRefusalOf(request: FastifyRequest, viaCookie: boolean): CsrfRefusal | undefined {
+    const site = request.headers["sec-fetch-site"];
     const origin = request.headers.origin;
-    if (origin === undefined) return undefined;
-    return hostOf(origin) === request.headers.host ? undefined : "cross_origin";
+    if (site !== undefined && site !== "same-origin") return "cross_origin";
+    if (origin !== undefined && origin !== "null")
+      return hostOf(origin) === request.headers.host ? undefined : "cross_origin";
+    if (site === "same-origin") return undefined;
+    if (origin === "null") return "cross_origin";
+    return viaCookie ? "missing_origin" : undefined;
   }
 
   private carriesToken(request: FastifyRequest, credential: SessionCredential): boolean {

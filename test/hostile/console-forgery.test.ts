@@ -51,7 +51,7 @@ async function deadLetterIds(): Promise<string[]> {
 }
 
 describe("state-changing console routes refuse forged requests", () => {
-  it("a redrive from another origin, without the token, or without an Origin is refused and moves nothing", async () => {
+  it("a redrive from another origin or site, without the token, or without an origin is refused and moves nothing", async () => {
     const id = await deadLetter();
     const cookie = await signIn(base, await host.osToken("ops-forgery", "operator"));
     const csrf = await pageCsrfToken(base, cookie);
@@ -76,6 +76,16 @@ describe("state-changing console routes refuse forged requests", () => {
         fields: { ...letter, csrf: "A".repeat(43) },
       },
       { name: "no Origin", headers: { cookie }, fields: { ...letter, csrf } },
+      {
+        name: "a same-site page whose Origin is withheld",
+        headers: { cookie, origin: "null", "sec-fetch-site": "same-site" },
+        fields: { ...letter, csrf },
+      },
+      {
+        name: "another port, though it names this origin",
+        headers: { cookie, origin: base, "sec-fetch-site": "same-site" },
+        fields: { ...letter, csrf },
+      },
     ];
     for (const attempt of forged) {
       const answer = await redrive(attempt.headers, attempt.fields);
@@ -85,7 +95,11 @@ describe("state-changing console routes refuse forged requests", () => {
     expect(await deadLetterIds()).toContain(id);
     expect(await host.t.redis.xlen(host.t.keys.stream(STREAM))).toBe(0);
 
-    const honest = await redrive({ cookie, origin: base }, { ...letter, csrf });
+    // A browser under the console's `Referrer-Policy: no-referrer` posts `Origin: null`; Sec-Fetch-Site vouches.
+    const honest = await redrive(
+      { cookie, origin: "null", "sec-fetch-site": "same-origin" },
+      { ...letter, csrf },
+    );
     expect(honest.status).toBe(303);
     expect(await deadLetterIds()).not.toContain(id);
     expect(await host.t.redis.xlen(host.t.keys.stream(STREAM))).toBe(1);
