@@ -18,7 +18,7 @@ import { CONSOLE, CONSOLE_PATHS } from "./console-paths.js";
 import { deviceOverviews } from "./device-overview.js";
 import { html, type SafeHtml } from "./html.js";
 import type { ConsoleLiveFeed } from "./live-feed.js";
-import { CSRF_FIELD, type CsrfGuard, type CsrfRefusal } from "./csrf-guard.js";
+import { CSRF_FIELD, guardStateChanges, refuseForgery, type CsrfGuard } from "./csrf-guard.js";
 import { clearOperatorCookie, sessionCredential, setOperatorCookie } from "./operator-session.js";
 import { deadLetters, GROUP_STREAMS, streamGroups } from "./pipeline-health.js";
 import { problemsOf } from "./problems.js";
@@ -136,26 +136,6 @@ function gateConsole({ operators, refusals }: ConsoleDeps) {
   };
 }
 
-const CSRF_MESSAGES: Record<CsrfRefusal, string> = {
-  cross_origin: "request from another origin",
-  missing_origin: "a request on the session cookie must name its Origin",
-  csrf_token: "missing or wrong CSRF token",
-};
-
-function refuseForgery(deps: ConsoleDeps, reply: FastifyReply, refusal: CsrfRefusal) {
-  deps.refusals.inc({ reason: refusal });
-  return reply.code(403).send({ error: { code: "FORBIDDEN", message: CSRF_MESSAGES[refusal] } });
-}
-
-/** State-changing console requests come from the console's own pages (csrf-guard.ts); reads are not checked. */
-function guardStateChanges(deps: ConsoleDeps) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method === "GET" || request.method === "HEAD") return;
-    const refusal = deps.csrf.refusalOf(request, sessionCredential(request));
-    if (refusal) return refuseForgery(deps, reply, refusal);
-  };
-}
-
 /** The CSRF token the pages of this request's session put in their forms. */
 function csrfTokenOf(deps: ConsoleDeps, request: FastifyRequest): string {
   return deps.csrf.tokenFor(sessionCredential(request));
@@ -179,7 +159,7 @@ export async function registerConsoleRoutes(http: FastifyInstance, deps: Console
     registerSignIn(site, deps);
     await site.register(async (gated) => {
       gated.addHook("onRequest", gateConsole(deps));
-      gated.addHook("preHandler", guardStateChanges(deps));
+      gated.addHook("preHandler", guardStateChanges(deps.csrf, deps.refusals));
       registerPages(gated, deps);
       registerPanels(gated, deps);
       registerActions(gated, deps);
@@ -219,7 +199,7 @@ function registerSignIn(site: FastifyInstance, deps: ConsoleDeps): void {
     },
     async (request, reply) => {
       const forged = deps.csrf.originRefusalOf(request, false);
-      if (forged) return refuseForgery(deps, reply, forged);
+      if (forged) return refuseForgery(reply, deps.refusals, forged);
       const body = loginBodySchema.safeParse(request.body);
       if (!body.success) return reply.code(400).type(HTML).send(loginPage("Paste an operator token."));
       const authentication = await auth.authenticateAuthorization(`Bearer ${body.data.token}`);

@@ -1,14 +1,18 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Counter } from "prom-client";
 import { z } from "zod";
 import { bearerToken } from "../../libs/auth/tokens.js";
-import type { SessionCredential } from "./operator-session.js";
+import { sessionCredential, type SessionCredential } from "./operator-session.js";
 
 /** The form field and the header a state-changing console request carries its CSRF token in. */
 export const CSRF_FIELD = "csrf";
 export const CSRF_HEADER = "x-csrf-token";
 
 export type CsrfRefusal = "cross_origin" | "missing_origin" | "csrf_token";
+
+/** What the guard reads of a request. */
+export type GuardedRequest = Pick<FastifyRequest, "headers" | "body">;
 
 const formTokenSchema = z.object({ [CSRF_FIELD]: z.string().max(256) });
 
@@ -32,7 +36,7 @@ export class CsrfGuard {
     return createHmac("sha256", this.key).update(token).digest("base64url");
   }
 
-  refusalOf(request: FastifyRequest, credential: SessionCredential): CsrfRefusal | undefined {
+  refusalOf(request: GuardedRequest, credential: SessionCredential): CsrfRefusal | undefined {
     const refusal = this.originRefusalOf(request, credential.viaCookie);
     if (refusal || !credential.viaCookie) return refusal;
     return this.carriesToken(request, credential) ? undefined : "csrf_token";
@@ -46,7 +50,7 @@ export class CsrfGuard {
    * neither is no browser's: refused on the cookie, let through with its own credential (curl). The sign-in form
    * uses this check alone (there is no session yet to bind a token to).
    */
-  originRefusalOf(request: FastifyRequest, viaCookie: boolean): CsrfRefusal | undefined {
+  originRefusalOf(request: GuardedRequest, viaCookie: boolean): CsrfRefusal | undefined {
     const site = request.headers["sec-fetch-site"];
     const origin = request.headers.origin;
     if (site !== undefined && site !== "same-origin") return "cross_origin";
@@ -57,7 +61,7 @@ export class CsrfGuard {
     return viaCookie ? "missing_origin" : undefined;
   }
 
-  private carriesToken(request: FastifyRequest, credential: SessionCredential): boolean {
+  private carriesToken(request: GuardedRequest, credential: SessionCredential): boolean {
     const header = request.headers[CSRF_HEADER];
     const form = formTokenSchema.safeParse(request.body);
     const sent = typeof header === "string" ? header : form.success ? form.data[CSRF_FIELD] : "";
@@ -65,6 +69,27 @@ export class CsrfGuard {
     const given = Buffer.from(sent);
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
+}
+
+const REFUSAL_MESSAGES: Record<CsrfRefusal, string> = {
+  cross_origin: "request from another origin",
+  missing_origin: "a request on the session cookie must name its Origin",
+  csrf_token: "missing or wrong CSRF token",
+};
+
+/** A forged request's answer: 403 FORBIDDEN with the reason, counted; nothing else happens. */
+export function refuseForgery(reply: FastifyReply, refusals: Counter<"reason">, refusal: CsrfRefusal) {
+  refusals.inc({ reason: refusal });
+  return reply.code(403).send({ error: { code: "FORBIDDEN", message: REFUSAL_MESSAGES[refusal] } });
+}
+
+/** A hook for the routes behind the gate: state-changing requests must pass the guard; reads are not checked. */
+export function guardStateChanges(guard: CsrfGuard, refusals: Counter<"reason">) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method === "GET" || request.method === "HEAD") return;
+    const refusal = guard.refusalOf(request, sessionCredential(request));
+    if (refusal) return refuseForgery(reply, refusals, refusal);
+  };
 }
 
 /** The `host[:port]` of an Origin header; `null` and anything unparsable has none. */
