@@ -12,10 +12,11 @@ export type BearerAuthentication =
   | { ok: true; principal: Principal; issuedAt: number }
   | { ok: false; code: "UNAUTHORIZED" | "REVOKED"; message: string };
 
-/** What a surface verifies its tokens with: its own audience and the secret that signs that audience. */
+/** What a surface verifies its tokens with: its own audience, the secret that signs it and the longest lifetime. */
 export interface TokenSurface {
   audience: Audience;
   secret: string;
+  maxLifetimeSeconds: number;
 }
 
 /**
@@ -32,7 +33,7 @@ export async function authenticateBearer(
   if (!token) return { ok: false, code: "UNAUTHORIZED", message: "missing bearer token" };
   let principal: Principal;
   try {
-    principal = await verifyToken(surface.secret, token, surface.audience);
+    principal = await verifyToken(surface.secret, token, surface.audience, surface.maxLifetimeSeconds);
   } catch (error) {
     const message = error instanceof AuthError ? error.message : "invalid token";
     return { ok: false, code: "UNAUTHORIZED", message };

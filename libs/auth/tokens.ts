@@ -44,21 +44,52 @@ export async function signToken(secret: string, claims: TokenClaims): Promise<st
     .sign(keyOf(secret));
 }
 
+/** The longest lifetime a token of each audience may claim unless its surface is configured otherwise: 30 days. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 30 * 86_400;
+
+/**
+ * How far in the future a token's `iat` may lie (clock skew between signer and verifier). A later `iat` is refused:
+ * revocation compares `iat` with the revocation time, so a token dated ahead would otherwise outlive it.
+ */
+export const MAX_ISSUED_AT_SKEW_SECONDS = 30;
+
 /**
  * The audience is checked first, so a token for the other surface (or one without `aud`) is refused with a message
- * that says so, whatever its signature; then HS256 signature, expiry and claim shape. Any failure is an AuthError.
+ * that says so, whatever its signature; then HS256 signature, expiry, claim shape and lifetime (`exp - iat`, or
+ * `exp - now` without `iat`, at most `maxLifetimeSeconds`; `iat` at most MAX_ISSUED_AT_SKEW_SECONDS ahead). Any
+ * failure is an AuthError.
  */
-export async function verifyToken(secret: string, token: string, audience: Audience): Promise<Principal> {
+export async function verifyToken(
+  secret: string,
+  token: string,
+  audience: Audience,
+  maxLifetimeSeconds = DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+): Promise<Principal> {
   assertAudience(token, audience);
+  let claims: { sub: string; role: Role; exp: number; iat?: number };
   try {
     const { payload } = await jwtVerify(token, keyOf(secret), { algorithms: ["HS256"], audience });
-    const claims = z
-      .object({ sub: deviceIdSchema, role: z.enum(ROLES[audience]), exp: z.number() })
+    claims = z
+      .object({
+        sub: deviceIdSchema,
+        role: z.enum(ROLES[audience]),
+        exp: z.number(),
+        iat: z.number().optional(),
+      })
       .parse(payload);
-    return { deviceId: claims.sub, role: claims.role, audience };
   } catch (error) {
     throw new AuthError(error instanceof Error ? error.message : "invalid token");
   }
+  assertLifetime(claims, maxLifetimeSeconds);
+  return { deviceId: claims.sub, role: claims.role, audience };
+}
+
+function assertLifetime({ exp, iat }: { exp: number; iat?: number }, maxLifetimeSeconds: number): void {
+  const now = Math.floor(Date.now() / 1000);
+  if (iat !== undefined && iat > now + MAX_ISSUED_AT_SKEW_SECONDS)
+    throw new AuthError("token issued in the future (iat)");
+  if (exp - (iat ?? now) > maxLifetimeSeconds)
+    throw new AuthError(`token lifetime exceeds this surface's maximum of ${maxLifetimeSeconds} s`);
 }
 
 function assertAudience(token: string, audience: Audience): void {
@@ -77,8 +108,9 @@ function assertAudience(token: string, audience: Audience): void {
 }
 
 /**
- * Whether a device's revocation (epoch ms, if any) covers a token issued at `issuedAtSeconds` (JWT `iat`). `iat` has
- * second resolution, so a token from the revocation's own second is covered too. Both gateways apply this rule.
+ * Whether a device's revocation (epoch ms, if any) covers a token issued at `issuedAtSeconds` (JWT `iat`; a token
+ * without one counts as issued at the epoch). `iat` has second resolution, so a token from the revocation's own
+ * second is covered too. Both gateways apply this rule; verifyToken has already refused an `iat` dated ahead.
  */
 export function issuedBeforeRevocation(issuedAtSeconds: number, revokedAtMs: number | undefined): boolean {
   return revokedAtMs !== undefined && issuedAtSeconds <= Math.floor(revokedAtMs / 1000);

@@ -27,7 +27,8 @@ export type ServiceName =
   | "device-gateway"
   | "router"
   | "run-resolver"
-  | "tts-dispatcher";
+  | "tts-dispatcher"
+  | "console";
 
 export interface ConsumerGroup {
   group: string;

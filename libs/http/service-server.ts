@@ -14,6 +14,7 @@ import type { Logger } from "../logging/logger.js";
 import { describeRoutes, textResponse } from "./api-docs.js";
 import type { HealthRegistry } from "./health.js";
 import { redisUnavailableAnswer } from "./redis-unavailable.js";
+import { SECURITY_HEADERS } from "./security-headers.js";
 
 /** The HTTP face every service has: /healthz, /readyz and /metrics, plus WebSocket support for the gateways. */
 export async function createServiceServer(options: {
@@ -30,6 +31,11 @@ export async function createServiceServer(options: {
     clientErrorHandler: answerClientError,
   });
   await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  // Last word on every answer, so a plugin's own caching or framing headers (static files) cannot loosen them.
+  server.addHook("onSend", async (_request, reply, payload) => {
+    reply.headers(SECURITY_HEADERS);
+    return payload;
+  });
   await describeRoutes(server);
   // Every error answer has the one shape the APIs document, `{error: {code, message}}`, including Fastify's own.
   server.setNotFoundHandler((request, reply) =>

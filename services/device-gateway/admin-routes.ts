@@ -3,7 +3,7 @@ import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { deviceIdSchema } from "../../libs/auth/tokens.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { revokeLamp } from "./lamp-revocation.js";
-import type { LampAuthenticator } from "./principal.js";
+import type { OsAuthenticator } from "../../libs/os-store/os-authenticator.js";
 import { z } from "zod";
 import { BEARER, errorResponses } from "../../libs/http/api-docs.js";
 import { revokedLampSchema } from "./os-api-schemas.js";
@@ -28,7 +28,7 @@ export function registerLampAdminRoutes(
   http: FastifyInstance,
   redis: RedisClient,
   keys: Keyspace,
-  auth: LampAuthenticator,
+  auth: OsAuthenticator,
 ): void {
   http.delete<{ Params: { deviceId: string } }>(
     "/v1/lamp/devices/:deviceId",

@@ -1,11 +1,13 @@
 import { z } from "zod";
 import { envInt, envJwtSecret } from "../../libs/config/env-fields.js";
+import { osTokenLifetimeEnvFields } from "../../libs/auth/token-lifetime.js";
 import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_PRESENCE_TTL_MS } from "../../libs/contract/lamp-delivery.js";
 
 export const deviceGatewayConfigSchema = z.object({
   /** Signs and verifies the `os` audience: Lamp and operator tokens at the Lamp socket and the OS API. */
   AUTH_JWT_SECRET: envJwtSecret,
+  ...osTokenLifetimeEnvFields,
   /** Default voice-target expiry when the Lamp sends none. */
   VOICE_TARGET_TTL_MS: envInt(15 * 60_000, 1_000),
   LAMP_PRESENCE_TTL_MS: envInt(LAMP_PRESENCE_TTL_MS, 300),

@@ -10,10 +10,11 @@ import { playbackDelivery } from "./playback-delivery.js";
 import { GatewayHeartbeat } from "./gateway-heartbeat.js";
 import { deviceGatewayMetrics } from "./gateway-metrics.js";
 import { registerOsApi } from "./os-api.js";
-import { OsQueries } from "./os-queries.js";
-import { LampAuthenticator } from "./principal.js";
+import { OsQueries } from "../../libs/os-store/os-queries.js";
+import { OsAuthenticator, osOperatorGate } from "../../libs/os-store/os-authenticator.js";
+import { serveApiDocs } from "../../libs/http/api-docs.js";
 import { registerLampAdminRoutes } from "./admin-routes.js";
-import { watchLampRevocations } from "./lamp-revocation.js";
+import { watchLampRevocations } from "../../libs/os-store/lamp-revocations.js";
 import { registerLampRoute } from "./lamp-ws-route.js";
 import { ReceiptWaiters } from "./receipt-waiters.js";
 import { RunRegistration } from "./run-registration.js";
@@ -21,9 +22,8 @@ import { RunUpdateFeed } from "./run-update-feed.js";
 import { relistAfterMsFor } from "../../libs/retention/retention-index.js";
 import { osRetentionIndex } from "../../libs/retention/retention-keys.js";
 import { StreamTail } from "../../libs/streams/stream-tail.js";
-import { startOperatorConsole } from "./console/operator-console.js";
 
-/** The Lamp WebSocket, run registration, playback delivery and acks, the OS query API and the operator console. */
+/** The Lamp's edge: the Lamp WebSocket, run registration, playback delivery and acks, and the OS query API. */
 export const deviceGatewayService = defineService({
   name: "device-gateway",
   config: (env) => parseConfig(deviceGatewayConfigSchema, env),
@@ -98,7 +98,7 @@ export const deviceGatewayService = defineService({
     ctx.health.addLiveness("device-gateway/replies", () => replyTail.isAlive());
     ctx.health.addLiveness("device-gateway/delivery", () => deliveryTail.isAlive());
 
-    const auth = new LampAuthenticator(redis, ctx.keys, config.AUTH_JWT_SECRET);
+    const auth = new OsAuthenticator(redis, ctx.keys, config.AUTH_JWT_SECRET, config.OS_TOKEN_MAX_LIFETIME_S);
     await watchLampRevocations(ctx.connections.subscriber("device-gateway/revocations"), ctx.keys, {
       revoked: (deviceId) => {
         connections.enforceRevocation(deviceId).catch((error: unknown) => {
@@ -126,13 +126,12 @@ export const deviceGatewayService = defineService({
     const queries = new OsQueries(redis, ctx.keys);
     registerOsApi(ctx.http, queries, auth);
     registerLampAdminRoutes(ctx.http, redis, ctx.keys, auth);
-    const operatorConsole = await startOperatorConsole(ctx, queries, auth);
+    await serveApiDocs(ctx.http, osOperatorGate(auth));
     ctx.log.info({ instanceId }, "device-gateway started");
 
     return {
       async stop() {
         updates.close();
-        await operatorConsole.stop();
         await connections.close();
         await replyTail.stop();
         await deliveryTail.stop();

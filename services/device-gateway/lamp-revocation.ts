@@ -2,7 +2,9 @@ import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { HarnessDeviceKeys, revocationsChannel } from "../../libs/harness-store/harness-keys.js";
 import { lampRevocationsChannel, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import type { Subscriber } from "../../libs/redis/subscriber.js";
+
+/** The Lamp connections read revocations where every OS surface reads them. */
+export { lampRevokedAt } from "../../libs/os-store/lamp-revocations.js";
 
 export interface LampRevocationReport {
   deviceId: string;
@@ -32,32 +34,4 @@ export async function revokeLamp(
     .publish(revocationsChannel(keys), deviceId)
     .exec();
   return { deviceId, revokedAt: new Date(now).toISOString() };
-}
-
-/** When the device was last revoked (epoch ms), if ever. */
-export async function lampRevokedAt(
-  redis: RedisClient,
-  keys: Keyspace,
-  deviceId: string,
-): Promise<number | undefined> {
-  const value = await redis.get(new OsDeviceKeys(keys, deviceId).revokedAt);
-  return value === null ? undefined : Number(value);
-}
-
-/**
- * Calls `revoked(deviceId)` for each revocation published by any gateway or the CLI (on a dedicated connection).
- * The revocation is published in the same MULTI that records it, so one is missed only while this subscriber is
- * disconnected: `recheckAll` runs whenever the subscription is (re)established.
- */
-export async function watchLampRevocations(
-  subscriber: Subscriber,
-  keys: Keyspace,
-  handlers: { revoked: (deviceId: string) => void; recheckAll: () => void },
-): Promise<void> {
-  const channel = lampRevocationsChannel(keys);
-  subscriber.onMessage((from, deviceId) => {
-    if (from === channel) handlers.revoked(deviceId);
-  });
-  subscriber.onResubscribed(handlers.recheckAll);
-  await subscriber.subscribe(channel);
 }

@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { deviceIdSchema } from "../../libs/auth/tokens.js";
 import { opaqueIdSchema } from "../../libs/contract/identifiers.js";
-import type { OsQueries } from "./os-queries.js";
+import type { OsQueries } from "../../libs/os-store/os-queries.js";
 import { runStateSchema, runView } from "../../libs/os-store/run-record.js";
-import type { LampAuthenticator } from "./principal.js";
+import type { OsAuthenticator } from "../../libs/os-store/os-authenticator.js";
 import { BEARER, errorResponses } from "../../libs/http/api-docs.js";
 import {
   heldResultListSchema,
@@ -54,7 +54,7 @@ const fail = (reply: FastifyReply, status: number, code: string, message: string
  * The OS query API (docs/wire-protocol.md), same JWT as the Lamp: a device sees only its own records; an operator names the
  * device with `?deviceId=`. Unknown ids are 404 and bad input 400, always with a JSON error.
  */
-export function registerOsApi(http: FastifyInstance, queries: OsQueries, auth: LampAuthenticator): void {
+export function registerOsApi(http: FastifyInstance, queries: OsQueries, auth: OsAuthenticator): void {
   /** The device whose records the caller may read, or undefined after an error reply was sent. */
   async function deviceFor(request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
     const authentication = await auth.authenticate(request);

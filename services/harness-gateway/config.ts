@@ -4,6 +4,7 @@ import { z } from "zod";
 import { envBool, envInt, envJwtSecret } from "../../libs/config/env-fields.js";
 import { ConfigError, parseConfig } from "../../libs/config/load-config.js";
 import { agentsFileSchema, type AgentConfig } from "../../libs/contract/engine.js";
+import { harnessTokenLifetimeEnvFields } from "../../libs/auth/token-lifetime.js";
 import { keepaliveEnvFields } from "../../libs/http/socket-keepalive.js";
 import { retentionEnvFields } from "../../libs/harness-store/retention-config.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
@@ -11,6 +12,7 @@ import { errorMessage } from "../../libs/errors/error-message.js";
 export const gatewayEnvSchema = z.object({
   /** Verifies the `harness` audience: the OS's per-device peer tokens and operator tokens (required). */
   HARNESS_JWT_SECRET: envJwtSecret,
+  ...harnessTokenLifetimeEnvFields,
   AGENTS_FILE: z.string().min(1),
   HARNESS_MACHINE_ID: z.string().min(1).max(128).default(hostname()),
   /** The operator's switch for the v2 capability (docs/wire-protocol.md, "Connecting"). */

@@ -81,7 +81,7 @@ export const harnessGatewayService = defineService({
         log: ctx.log,
       },
     });
-    const operators = harnessOperatorGate(config.HARNESS_JWT_SECRET);
+    const operators = harnessOperatorGate(config.HARNESS_JWT_SECRET, config.HARNESS_TOKEN_MAX_LIFETIME_S);
     registerAdminRoutes(ctx.http, redis, ctx.keys, operators);
     await serveApiDocs(ctx.http, operators);
 

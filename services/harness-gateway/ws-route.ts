@@ -48,7 +48,7 @@ export function registerHarnessRoute(
         const peer = await authenticatePeer(
           options.redis,
           options.keys,
-          options.secret,
+          { secret: options.secret, maxLifetimeSeconds: options.deps.config.HARNESS_TOKEN_MAX_LIFETIME_S },
           request.headers.authorization,
         ).catch(() => ({ code: "UNAUTHORIZED" as const, message: "credential check unavailable" }));
         if ("code" in peer) {

@@ -21,6 +21,8 @@ const QUIET_DEVICE = "lamp-console-noack";
 let stack: E2EStack;
 let browser: Browser;
 let page: Page;
+/** What the browser reported as blocked by a Content-Security-Policy, page by page. */
+const violations: string[] = [];
 const ids = { merged: "", suppressed: "", uncertain: "", failed: "", deadLettered: "" };
 
 async function resultIdOf(probe: DeviceProbe, runId: string): Promise<string> {
@@ -76,7 +78,7 @@ async function shot(name: string): Promise<void> {
 }
 
 const resultUrl = (deviceId: string, resultId: string) =>
-  `${stack.url("device-gateway")}/console/results/${deviceId}/${resultId}`;
+  `${stack.url("console")}/console/results/${deviceId}/${resultId}`;
 
 const HAS_CHROMIUM = existsSync(CHROMIUM);
 
@@ -103,7 +105,11 @@ beforeAll(async () => {
   await serveTheStory();
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`${stack.url("device-gateway")}/console/login`);
+  page.on("console", (message) => {
+    if (message.text().includes("Content Security Policy"))
+      violations.push(`${page.url()}: ${message.text()}`);
+  });
+  await page.goto(`${stack.url("console")}/console/login`);
   await page.getByLabel(/Operator token/).fill(await stack.token("ops", "operator"));
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForURL(/\/console\/$/);
@@ -169,7 +175,7 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
   });
 
   it("runs are filtered by device and state on the server, with the merged group marked", async () => {
-    await page.goto(`${stack.url("device-gateway")}/console/runs`);
+    await page.goto(`${stack.url("console")}/console/runs`);
     await page.getByLabel("Device").selectOption(DEVICE);
     await page.getByLabel("State").selectOption("resolved");
     await page.getByRole("button", { name: "Show" }).click();
@@ -187,7 +193,7 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
   });
 
   it("redrive moves the dead letter back: it leaves the dead letters and its answer is spoken", async () => {
-    await page.goto(`${stack.url("device-gateway")}/console/`);
+    await page.goto(`${stack.url("console")}/console/`);
     await page.getByRole("button", { name: /^Redrive dead letter/ }).click();
     await page.waitForURL(/redrivenAs=/);
     expect(await page.getByRole("status").filter({ hasText: "moved back to os.resolved" }).count()).toBe(1);
@@ -198,9 +204,45 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
     );
     await page.goto(resultUrl(DEVICE, ids.deadLettered));
     expect(await shown(page.locator(".playback-state"))).toBe("played");
-    await page.goto(`${stack.url("device-gateway")}/console/`);
+    await page.goto(`${stack.url("console")}/console/`);
     expect(await page.locator("tr[data-dead-letter]").count()).toBe(0);
     await shot("after-redrive");
+  });
+
+  it("the console's own pages ran under the strict Content-Security-Policy without a violation", () => {
+    expect(violations).toEqual([]);
+  });
+
+  it("Bull Board shows the playback queue under the same policy; only its decoration is blocked", async () => {
+    violations.length = 0;
+    await page.goto(`${stack.url("console")}/console/queues/`);
+    await page.getByText("lamp-playback").first().waitFor();
+    await shot("bull-board");
+    // Its loading placeholder's inline styles and its Google Fonts stylesheet are refused; never a script.
+    expect(violations.filter((violation) => /Refused to (load|execute)[^.]*script/.test(violation))).toEqual(
+      [],
+    );
+  });
+
+  it("the API docs render under the same policy on the console's session", async () => {
+    violations.length = 0;
+    await page.goto(`${stack.url("console")}/docs`);
+    await page.locator(".swagger-ui .title").first().waitFor();
+    expect(await page.locator(".opblock-tag").allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining("console")]),
+    );
+    await shot("api-docs");
+    expect(violations.filter((violation) => /Refused to (load|execute)[^.]*script/.test(violation))).toEqual(
+      [],
+    );
+  });
+
+  it("signing out needs the page's CSRF token, which the sign-out button sends", async () => {
+    await page.goto(`${stack.url("console")}/console/`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(/\/console\/login$/);
+    const refused = await page.goto(`${stack.url("console")}/console/`);
+    expect(refused?.status()).toBe(401);
   });
 
   it("the stack's real answers validate against the OpenAPI document it serves", async () => {

@@ -17,6 +17,7 @@ describe.skipIf(!present)("docker-compose.yml", () => {
     const services = parse(rendered).services as Record<string, Record<string, unknown>>;
     const lampline = Object.entries(services).filter(([, service]) => service.image === "lampline:latest");
     expect(lampline.map(([name]) => name).sort()).toEqual([
+      "console",
       "device-gateway",
       "engine-runner",
       "evidence-extractor",

@@ -73,6 +73,7 @@ describe("Kubernetes manifests", () => {
       it("every object is valid against the Kubernetes and KEDA schemas", async () => {
         for (const doc of docs) await schemaValidate(doc);
         expect(deployments.map((deployment) => deployment.metadata.name).sort()).toEqual([
+          "console",
           "device-gateway",
           "engine-runner",
           "evidence-extractor",

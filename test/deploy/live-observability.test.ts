@@ -13,7 +13,7 @@ import { E2EStack, MACHINE, SERVICE_NAMES } from "../e2e/stack.js";
 
 /**
  * The shipped Prometheus config and rules and the shipped Alertmanager config, run by Debian's `prometheus` and
- * `prometheus-alertmanager` (installed by .ci/run) against the eight services as their own processes.
+ * `prometheus-alertmanager` (installed by .ci/run) against the nine services as their own processes.
  */
 const tools = ["prometheus", "promtool", "prometheus-alertmanager"];
 const missing = tools.filter((tool) => spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0);

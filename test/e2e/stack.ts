@@ -37,6 +37,7 @@ export const SERVICE_NAMES = [
   "router",
   "run-resolver",
   "tts-dispatcher",
+  "console",
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
@@ -67,7 +68,7 @@ export interface StackOptions {
 }
 
 /**
- * The whole system as in production: each of the eight services its own OS process on its own port, sharing one
+ * The whole system as in production: each of the nine services its own OS process on its own port, sharing one
  * Redis under a fresh key prefix, engine-sim as the engine behind the engine-runner, and Lamps over the real
  * device-gateway WebSocket.
  */

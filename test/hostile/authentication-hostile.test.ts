@@ -179,6 +179,46 @@ describe("hostile credentials at both gateways and the OS API", () => {
   }
 });
 
+describe("token lifetime and issue time at every surface", () => {
+  const now = () => Math.floor(Date.now() / 1000);
+  const tokenOf = (surface: Surface, claims: Record<string, unknown>) =>
+    `Bearer ${forgeJwt(
+      { alg: "HS256", typ: "JWT" },
+      {
+        sub: DEVICE,
+        role: surface.own.role,
+        aud: surface.own.audience,
+        iat: now(),
+        exp: now() + 600,
+        ...claims,
+      },
+      surface.own.secret,
+    )}`;
+
+  it.each(surfaces.map((surface) => [surface.name, surface] as const))(
+    "%s: an exp in 2100, or 31 days without iat, is beyond the maximum lifetime and refused",
+    async (_name, surface) => {
+      const withoutIat = tokenOf(surface, { iat: undefined, exp: now() + 31 * 86_400 });
+      for (const authorization of [tokenOf(surface, { exp: 4_102_444_800 }), withoutIat])
+        expect(await surface.attempt(authorization)).toMatchObject({
+          status: 401,
+          body: { error: { code: "UNAUTHORIZED", message: expect.stringContaining("lifetime exceeds") } },
+        });
+    },
+  );
+
+  it.each(surfaces.map((surface) => [surface.name, surface] as const))(
+    "%s: a revoked device's token dated an hour ahead does not outlive the revocation",
+    async (_name, surface) => {
+      const ahead = tokenOf(surface, { sub: REVOKED_DEVICE, iat: now() + 3600, exp: now() + 4200 });
+      expect(await surface.attempt(ahead)).toMatchObject({
+        status: 401,
+        body: { error: { code: "UNAUTHORIZED", message: "token issued in the future (iat)" } },
+      });
+    },
+  );
+});
+
 describe("admin routes take their own surface's operator only", () => {
   const revoke = async (path: string, token: string) => {
     const answer = await rawRequest(services.url, "DELETE", path, { authorization: `Bearer ${token}` });

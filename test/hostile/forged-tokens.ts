@@ -17,6 +17,8 @@ export function forgeJwt(
 }
 
 const now = () => Math.floor(Date.now() / 1000);
+/** 2100-01-01T00:00:00Z: an `exp` no surface's maximum lifetime allows. */
+const YEAR_2100 = 4_102_444_800;
 const HS256 = { alg: "HS256", typ: "JWT" };
 
 /** The expected answer: accepted, or refused with 401 and this code. */
@@ -48,7 +50,8 @@ export interface RevokedTokens {
 const DEVICE_ID = /^[A-Za-z0-9_.@-]{1,128}$/;
 
 /**
- * Credentials a hostile client presents at one surface: forged signatures, expired or not-yet-valid tokens, `none`
+ * Credentials a hostile client presents at one surface: forged signatures, expired or not-yet-valid tokens, tokens
+ * beyond the surface's maximum lifetime or dated ahead (a revoked device's included), `none`
  * and RS256/HS512 headers, missing or malformed claims, no, wrong or several audiences, the other surface's tokens
  * and roles, broken encodings and header syntax, and valid ones for contrast.
  */
@@ -144,6 +147,30 @@ export function authCases(
     }),
     () => ({ name: "huge_header", authorization: bearer("a".repeat(12_000)), verdict: "UNAUTHORIZED" }),
     () => ({ name: "revoked", authorization: bearer(revoked.token), verdict: "REVOKED" }),
+    () =>
+      refused(
+        "revoked_future_iat",
+        forgeJwt(HS256, claims({ sub: revoked.deviceId, iat: now() + 3600, exp: now() + 4200 }), secret),
+      ),
+    () => {
+      const { iat: _none, ...withoutIat } = claims({ sub: revoked.deviceId });
+      return {
+        name: "revoked_no_iat",
+        authorization: bearer(forgeJwt(HS256, withoutIat, secret)),
+        verdict: "REVOKED",
+      };
+    },
+    () => refused("exp_2100", forgeJwt(HS256, claims({ exp: YEAR_2100 }), secret)),
+    () => {
+      const { iat: _none, ...withoutIat } = claims({ exp: now() + 31 * 86_400 });
+      return refused("no_iat_beyond_max_lifetime", forgeJwt(HS256, withoutIat, secret));
+    },
+    () => refused("iat_ahead", forgeJwt(HS256, claims({ iat: now() + 600, exp: now() + 1200 }), secret)),
+    () => ({
+      name: "iat_within_skew",
+      authorization: bearer(forgeJwt(HS256, claims({ iat: now() + 10 }), secret)),
+      verdict: "accept",
+    }),
   );
   const generatedSub = fc.string({ unit: "grapheme", minLength: 0, maxLength: 140 }).map((sub): AuthCase => ({
     name: DEVICE_ID.test(sub) ? "generated_sub_valid" : "generated_sub_invalid",

@@ -11,6 +11,7 @@ import { createMetricsRegistry } from "../../libs/metrics/registry.js";
 import { RedisConnections } from "../../libs/redis/connections.js";
 import type { RunningService } from "../../libs/service/service-context.js";
 import { consumerSettingsOf } from "../../libs/streams/consumer-settings.js";
+import { consoleService } from "../../services/console/definition.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
 import { routerService } from "../../services/router/definition.js";
@@ -29,7 +30,7 @@ export interface AnnouncedRoute {
 }
 
 /**
- * The OS services and the harness-gateway on one server, as the all-in-one hosts them (the engine-side services add
+ * The OS services, the console and the harness-gateway on one server, as the all-in-one hosts them (the engine-side services add
  * only the probes), with every route they register recorded.
  */
 export class OperatorHost {
@@ -78,6 +79,7 @@ export class OperatorHost {
       routerService,
       runResolverService,
       ttsDispatcherService,
+      consoleService,
     ])
       running.push(
         await definition.start({
@@ -98,8 +100,13 @@ export class OperatorHost {
     return new OperatorHost(t, http, routes, running, connections, health);
   }
 
-  osToken(sub: string, role: "device" | "operator"): Promise<string> {
-    return signToken(OS_SECRET, { audience: "os", sub, role, expiresInSeconds: 600 });
+  /** Listens on a free loopback port, for tests that must go through a real socket (headers, streams); the URL. */
+  listen(): Promise<string> {
+    return this.http.listen({ host: "127.0.0.1", port: 0 });
+  }
+
+  osToken(sub: string, role: "device" | "operator", expiresInSeconds = 600): Promise<string> {
+    return signToken(OS_SECRET, { audience: "os", sub, role, expiresInSeconds });
   }
 
   harnessToken(sub: string, role: "os" | "operator"): Promise<string> {

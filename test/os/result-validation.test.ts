@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { STREAMS } from "../../libs/contract/streams.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
-import { OsQueries } from "../../services/device-gateway/os-queries.js";
+import { OsQueries } from "../../libs/os-store/os-queries.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";

@@ -18,11 +18,11 @@ export type AuthFailure = { code: "UNAUTHORIZED" | "REVOKED"; message: string };
 export async function authenticatePeer(
   redis: RedisClient,
   keys: Keyspace,
-  secret: string,
+  surface: { secret: string; maxLifetimeSeconds: number },
   authorization: string | undefined,
 ): Promise<AuthenticatedPeer | AuthFailure> {
   const authentication = await authenticateBearer(
-    { audience: "harness", secret },
+    { audience: "harness", ...surface },
     authorization,
     async (deviceId) => {
       const revokedAt = await redis.get(new HarnessDeviceKeys(keys, deviceId).revokedAt);

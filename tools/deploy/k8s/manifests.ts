@@ -64,6 +64,14 @@ const SERVICES: readonly ServiceShape[] = [
   { name: "router", scaling: "router", secrets: ["HARNESS_JWT_SECRET"], agents: false, consumes: true },
   { name: "run-resolver", scaling: "keda", secrets: [], agents: false, consumes: true },
   { name: "tts-dispatcher", scaling: "keda", secrets: [], agents: false, consumes: true },
+  {
+    name: "console",
+    scaling: "gateway",
+    secrets: ["AUTH_JWT_SECRET"],
+    agents: false,
+    public: { path: "/console" },
+    consumes: false,
+  },
 ];
 
 /** What the Secret `lampline-secrets` must hold in an overlay (created outside git, docs/operations.md). */
@@ -351,7 +359,7 @@ function scaledObject(shape: ServiceShape, overlay: Overlay): ScaledObject {
   });
 }
 
-/** Deny all ingress by default; pods of the namespace talk to each other; only the gateways are reachable from outside. */
+/** Deny all ingress by default; pods of the namespace talk to each other; only the public services are reachable from outside. */
 function networkPolicies(overlay: Overlay): NetworkPolicy[] {
   const inNamespace = { podSelector: {} };
   const monitoring = {
@@ -376,7 +384,11 @@ function networkPolicies(overlay: Overlay): NetworkPolicy[] {
       spec: {
         podSelector: {
           matchExpressions: [
-            { key: "app.kubernetes.io/name", operator: "In", values: ["harness-gateway", "device-gateway"] },
+            {
+              key: "app.kubernetes.io/name",
+              operator: "In",
+              values: SERVICES.flatMap((shape) => (shape.public ? [shape.name] : [])),
+            },
           ],
         },
         policyTypes: ["Ingress"],

@@ -1,14 +1,10 @@
-import type { RedisClient } from "../../libs/redis/redis-client.js";
-import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { expiredHeldResultSchema, expiredHeldResultView } from "../../libs/os-store/expired-held-result.js";
-import { heldResultSchema, heldResultView } from "../../libs/os-store/held-result.js";
-import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
-import {
-  parseResultRecord,
-  protocolErrorRecordSchema,
-  rejectionRecordSchema,
-} from "../../libs/os-store/result-record.js";
-import { parseRunRecord, type RunRecord, type RunState } from "../../libs/os-store/run-record.js";
+import type { RedisClient } from "../redis/redis-client.js";
+import type { Keyspace } from "../redis/keyspace.js";
+import { expiredHeldResultSchema, expiredHeldResultView } from "./expired-held-result.js";
+import { heldResultSchema, heldResultView } from "./held-result.js";
+import { OsDeviceKeys } from "./os-keys.js";
+import { parseResultRecord, protocolErrorRecordSchema, rejectionRecordSchema } from "./result-record.js";
+import { parseRunRecord, type RunRecord, type RunState } from "./run-record.js";
 
 const MAX_LISTED = 200;
 

@@ -1,8 +1,8 @@
-import type { RedisClient } from "../../../libs/redis/redis-client.js";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
-import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
-import { parseRunRecord, runStateSchema, type RunRecord } from "../../../libs/os-store/run-record.js";
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { parseRunRecord, runStateSchema, type RunRecord } from "../../libs/os-store/run-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
 
 /** A page position: the last run shown, by (createdAt, deviceId, runId) descending, base64url JSON in the URL. */
 const positionSchema = z.tuple([z.number().int(), z.string(), z.string()]);

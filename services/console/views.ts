@@ -1,7 +1,8 @@
-import type { DeadLetter } from "../../../libs/streams/dead-letters.js";
-import type { RunRecord } from "../../../libs/os-store/run-record.js";
-import { DOCS_PREFIX } from "../../../libs/http/api-docs.js";
+import type { DeadLetter } from "../../libs/streams/dead-letters.js";
+import type { RunRecord } from "../../libs/os-store/run-record.js";
+import { DOCS_PREFIX } from "../../libs/http/api-docs.js";
 import { CONSOLE_PATHS } from "./console-paths.js";
+import { CSRF_FIELD } from "./csrf-guard.js";
 import type { DeviceOverview } from "./device-overview.js";
 import { html, type SafeHtml } from "./html.js";
 import type { GroupHealth } from "./pipeline-health.js";
@@ -22,7 +23,6 @@ function age(ms: number, now: number): string {
 const time = (ms: number | undefined) =>
   ms === undefined ? "" : html`<time datetime="${iso(ms)}">${iso(ms)}</time>`;
 
-/** A panel refreshes itself from `data-src` when the live feed says something changed (console.js). */
 /** A table with a header row of column names and the given body rows. */
 function dataTable(columns: readonly string[], rows: SafeHtml[]): SafeHtml {
   return html`<table>
@@ -37,6 +37,7 @@ function dataTable(columns: readonly string[], rows: SafeHtml[]): SafeHtml {
   </table>`;
 }
 
+/** A panel refreshes itself from `data-src` when the live feed says something changed (console.js). */
 function panel(name: string, src: string, title: string, body: SafeHtml): SafeHtml {
   return html`<section
     id="${name}"
@@ -50,7 +51,10 @@ function panel(name: string, src: string, title: string, body: SafeHtml): SafeHt
   </section>`;
 }
 
-export function page(title: string, main: SafeHtml): string {
+/** The hidden field that carries the session's CSRF token in every form that changes something (csrf-guard.ts). */
+const csrfField = (csrf: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${csrf}" />`;
+
+export function page(title: string, main: SafeHtml, csrf: string): string {
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -66,7 +70,7 @@ export function page(title: string, main: SafeHtml): string {
             ><a href="${CONSOLE_PATHS.problems}">Rejections and protocol errors</a>
             <a href="${CONSOLE_PATHS.playbackQueue}/">Playback queue</a><a href="${DOCS_PREFIX}">API docs</a>
             <form method="post" action="${CONSOLE_PATHS.logout}">
-              <button type="submit">Sign out</button>
+              ${csrfField(csrf)}<button type="submit">Sign out</button>
             </form>
           </nav>
           <p id="live-status" role="status">Live updates: connecting…</p>
@@ -159,6 +163,7 @@ export function devicesPanel(devices: DeviceOverview[], now: number): SafeHtml {
 export function pipelinePanel(
   streams: { stream: string; length: number; groups: GroupHealth[] }[],
   letters: { stream: string; total: number; entries: DeadLetter[] }[],
+  csrf: string,
   redriven: string | undefined,
 ): SafeHtml {
   const groupRows = streams.flatMap(({ stream, length, groups }) =>
@@ -200,7 +205,7 @@ export function pipelinePanel(
         </td>
         <td>
           <form method="post" action="${CONSOLE_PATHS.redrive}">
-            <input type="hidden" name="stream" value="${letter.stream}" /><input
+            ${csrfField(csrf)}<input type="hidden" name="stream" value="${letter.stream}" /><input
               type="hidden"
               name="id"
               value="${letter.id}"

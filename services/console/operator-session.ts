@@ -1,9 +1,15 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { OperatorGate } from "../../../libs/http/operator-gate.js";
-import type { LampAuthenticator } from "../principal.js";
+import type { OperatorGate } from "../../libs/http/operator-gate.js";
+import { osOperatorGate, type OsAuthenticator } from "../../libs/os-store/os-authenticator.js";
 
 /** The console's session cookie: the operator's own OS token, HttpOnly and SameSite=Strict, sent only to this site. */
 export const OPERATOR_COOKIE = "lampline_operator";
+
+/** The credential a console request carries, and whether the browser attached it on its own (the cookie). */
+export interface SessionCredential {
+  authorization: string | undefined;
+  viaCookie: boolean;
+}
 
 function cookieToken(header: string | undefined): string | undefined {
   for (const part of (header ?? "").split(";")) {
@@ -13,21 +19,17 @@ function cookieToken(header: string | undefined): string | undefined {
   return undefined;
 }
 
-/**
- * OS operators (aud `os`, role `operator`, AUTH_JWT_SECRET, checked against revocations like every OS token), by
- * `Authorization: Bearer` or the console's cookie: 401 without a valid OS token, 403 FORBIDDEN for a device token.
- */
-export function osOperatorGate(auth: LampAuthenticator): OperatorGate {
-  return async (request) => {
-    const cookie = cookieToken(request.headers.cookie);
-    const authorization = request.headers.authorization ?? (cookie ? `Bearer ${cookie}` : undefined);
-    const authentication = await auth.authenticateAuthorization(authorization);
-    if (!authentication.ok)
-      return { admitted: false, status: 401, code: authentication.code, message: authentication.message };
-    if (authentication.principal.role !== "operator")
-      return { admitted: false, status: 403, code: "FORBIDDEN", message: "operator role required" };
-    return { admitted: true, operator: authentication.principal.deviceId };
-  };
+/** `Authorization: Bearer` first; otherwise the sign-in cookie. */
+export function sessionCredential(request: FastifyRequest): SessionCredential {
+  if (request.headers.authorization !== undefined)
+    return { authorization: request.headers.authorization, viaCookie: false };
+  const cookie = cookieToken(request.headers.cookie);
+  return { authorization: cookie ? `Bearer ${cookie}` : undefined, viaCookie: cookie !== undefined };
+}
+
+/** OS operators by `Authorization: Bearer` or the console's cookie (libs/os-store/os-authenticator.ts). */
+export function consoleOperatorGate(auth: OsAuthenticator): OperatorGate {
+  return osOperatorGate(auth, (request) => sessionCredential(request).authorization);
 }
 
 /** Keeps the token in the cookie until the token's own expiry. */

@@ -35,5 +35,10 @@
   feed.addEventListener("ready", () => say("Live updates: on"));
   feed.addEventListener("run-update", () => schedule(REFRESHED_BY["run-update"]));
   feed.addEventListener("tick", () => schedule(REFRESHED_BY.tick));
+  // The server ends the feed when the operator's token expires or is revoked; reconnecting would only be refused.
+  feed.addEventListener("signed-out", (event) => {
+    feed.close();
+    say(`Live updates: off (token ${event.data}); sign in again`);
+  });
   feed.onerror = () => say("Live updates: reconnecting…");
 })();

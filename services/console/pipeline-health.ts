@@ -1,8 +1,8 @@
-import type { RedisClient } from "../../../libs/redis/redis-client.js";
-import { STREAM_CATALOG } from "../../../libs/contract/catalog.js";
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { consumerGroupsOf } from "../../../libs/streams/group-info.js";
-import { newestDeadLetters, type DeadLetter } from "../../../libs/streams/dead-letters.js";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { consumerGroupsOf } from "../../libs/streams/group-info.js";
+import { newestDeadLetters, type DeadLetter } from "../../libs/streams/dead-letters.js";
 
 /** The pipeline streams read by consumer groups: the ones with lag to watch and dead letters to redrive. */
 export const GROUP_STREAMS = Object.values(STREAM_CATALOG).flatMap((spec) =>

@@ -1,12 +1,12 @@
-import type { RedisClient } from "../../../libs/redis/redis-client.js";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   parseHarnessSessionRecord,
   type HarnessSessionRecord,
-} from "../../../libs/os-store/harness-session-record.js";
-import { activeDevices } from "../../../libs/os-store/device-activity.js";
-import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
+} from "../../libs/os-store/harness-session-record.js";
+import { activeDevices } from "../../libs/os-store/device-activity.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
 
 export interface DeviceOverview {
   deviceId: string;

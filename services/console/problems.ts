@@ -1,4 +1,4 @@
-import type { OsQueries } from "../os-queries.js";
+import type { OsQueries } from "../../libs/os-store/os-queries.js";
 
 /** A rejected Harness event or a protocol error of one device, as the console lists them. */
 export interface Problem {

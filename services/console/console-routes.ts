@@ -1,23 +1,25 @@
 import { readFileSync } from "node:fs";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { RedisClient } from "../../../libs/redis/redis-client.js";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { decodeJwt } from "jose";
 import { z } from "zod";
-import { deviceIdSchema } from "../../../libs/auth/tokens.js";
-import { opaqueIdSchema } from "../../../libs/contract/identifiers.js";
-import { BEARER, errorResponses, textResponse } from "../../../libs/http/api-docs.js";
-import type { OperatorGate } from "../../../libs/http/operator-gate.js";
-import { activeDevices } from "../../../libs/os-store/device-activity.js";
-import { runStateSchema } from "../../../libs/os-store/run-record.js";
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { redriveDeadLetter } from "../../../libs/streams/dead-letters.js";
-import type { OsQueries } from "../os-queries.js";
-import type { LampAuthenticator } from "../principal.js";
+import { deviceIdSchema } from "../../libs/auth/tokens.js";
+import { opaqueIdSchema } from "../../libs/contract/identifiers.js";
+import { BEARER, errorResponses, textResponse } from "../../libs/http/api-docs.js";
+import type { OperatorGate } from "../../libs/http/operator-gate.js";
+import type { Counter } from "prom-client";
+import { activeDevices } from "../../libs/os-store/device-activity.js";
+import { runStateSchema } from "../../libs/os-store/run-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { redriveDeadLetter } from "../../libs/streams/dead-letters.js";
+import type { OsQueries } from "../../libs/os-store/os-queries.js";
+import type { OsAuthenticator } from "../../libs/os-store/os-authenticator.js";
 import { CONSOLE, CONSOLE_PATHS } from "./console-paths.js";
 import { deviceOverviews } from "./device-overview.js";
 import { html, type SafeHtml } from "./html.js";
 import type { ConsoleLiveFeed } from "./live-feed.js";
-import { clearOperatorCookie, setOperatorCookie } from "./operator-session.js";
+import { CSRF_FIELD, guardStateChanges, refuseForgery, type CsrfGuard } from "./csrf-guard.js";
+import { clearOperatorCookie, sessionCredential, setOperatorCookie } from "./operator-session.js";
 import { deadLetters, GROUP_STREAMS, streamGroups } from "./pipeline-health.js";
 import { problemsOf } from "./problems.js";
 import { resultDetail } from "./result-detail.js";
@@ -38,9 +40,12 @@ export interface ConsoleDeps {
   keys: Keyspace;
   partitions: number;
   queries: OsQueries;
-  auth: LampAuthenticator;
+  auth: OsAuthenticator;
   operators: OperatorGate;
   feed: ConsoleLiveFeed;
+  csrf: CsrfGuard;
+  /** Every refused console request, by reason. */
+  refusals: Counter<"reason">;
 }
 
 const RUNS_PER_PAGE = 50;
@@ -74,7 +79,11 @@ const overviewQuerySchema = z.object({
   redrivenAs: emptyAsAbsent(entryIdSchema),
   stream: emptyAsAbsent(z.enum(GROUP_STREAMS)),
 });
-const redriveBodySchema = z.object({ stream: z.enum(GROUP_STREAMS), id: entryIdSchema });
+const redriveBodySchema = z.object({
+  stream: z.enum(GROUP_STREAMS),
+  id: entryIdSchema,
+  [CSRF_FIELD]: z.string().optional(),
+});
 const loginBodySchema = z.object({ token: z.string().trim().min(1).max(4096) });
 
 const ASSETS = {
@@ -84,6 +93,8 @@ const ASSETS = {
 
 const HTML = "text/html; charset=utf-8";
 const htmlAnswer = (description: string) => textResponse("text/html", description);
+const FORGERY_REFUSAL =
+  "not an operator's token; or from another origin, or on the session cookie without the page's CSRF token";
 const operatorRefusals = errorResponses({
   401: "no valid OS token (header or console cookie); browsers get the sign-in page",
   403: "the token is not an operator's",
@@ -107,15 +118,27 @@ function wantsHtml(request: FastifyRequest): boolean {
   return (request.headers.accept ?? "").includes("text/html");
 }
 
+/** The operator each admitted request was admitted as (the live feed ends when that operator's credential does). */
+const admittedOperators = new WeakMap<FastifyRequest, string>();
+
 /** Refused console requests: browsers get the sign-in page with the reason, API clients the JSON error. */
-function gateConsole(operators: OperatorGate) {
+function gateConsole({ operators, refusals }: ConsoleDeps) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const verdict = await operators(request);
-    if (verdict.admitted) return;
+    if (verdict.admitted) {
+      admittedOperators.set(request, verdict.operator);
+      return;
+    }
+    refusals.inc({ reason: verdict.code });
     reply.code(verdict.status);
     if (wantsHtml(request)) return reply.type(HTML).send(loginPage(verdict.message));
     return reply.send({ error: { code: verdict.code, message: verdict.message } });
   };
+}
+
+/** The CSRF token the pages of this request's session put in their forms. */
+function csrfTokenOf(deps: ConsoleDeps, request: FastifyRequest): string {
+  return deps.csrf.tokenFor(sessionCredential(request));
 }
 
 function parseForm(
@@ -135,7 +158,8 @@ export async function registerConsoleRoutes(http: FastifyInstance, deps: Console
     site.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, parseForm);
     registerSignIn(site, deps);
     await site.register(async (gated) => {
-      gated.addHook("onRequest", gateConsole(deps.operators));
+      gated.addHook("onRequest", gateConsole(deps));
+      gated.addHook("preHandler", guardStateChanges(deps.csrf, deps.refusals));
       registerPages(gated, deps);
       registerPanels(gated, deps);
       registerActions(gated, deps);
@@ -143,7 +167,8 @@ export async function registerConsoleRoutes(http: FastifyInstance, deps: Console
   });
 }
 
-function registerSignIn(site: FastifyInstance, { auth }: ConsoleDeps): void {
+function registerSignIn(site: FastifyInstance, deps: ConsoleDeps): void {
+  const { auth } = deps;
   const signInSchema = {
     summary: "The console's sign-in page",
     tags: ["console"],
@@ -168,11 +193,13 @@ function registerSignIn(site: FastifyInstance, { auth }: ConsoleDeps): void {
           303: z.null().describe("signed in; to /console/"),
           400: htmlAnswer("no token given"),
           401: htmlAnswer("not a valid OS token"),
-          403: htmlAnswer("not an operator's token"),
+          403: htmlAnswer("not an operator's token, or a sign-in from another origin"),
         },
       },
     },
     async (request, reply) => {
+      const forged = deps.csrf.originRefusalOf(request, false);
+      if (forged) return refuseForgery(reply, deps.refusals, forged);
       const body = loginBodySchema.safeParse(request.body);
       if (!body.success) return reply.code(400).type(HTML).send(loginPage("Paste an operator token."));
       const authentication = await auth.authenticateAuthorization(`Bearer ${body.data.token}`);
@@ -210,12 +237,12 @@ const renderers = {
   async devices(deps: ConsoleDeps): Promise<SafeHtml> {
     return devicesPanel(await deviceOverviews(deps.redis, deps.keys, deps.partitions), Date.now());
   },
-  async pipeline(deps: ConsoleDeps, redriven?: string): Promise<SafeHtml> {
+  async pipeline(deps: ConsoleDeps, csrf: string, redriven?: string): Promise<SafeHtml> {
     const [streams, letters] = await Promise.all([
       streamGroups(deps.redis, deps.keys),
       deadLetters(deps.redis, deps.keys),
     ]);
-    return pipelinePanel(streams, letters, redriven);
+    return pipelinePanel(streams, letters, csrf, redriven);
   },
   async problems(deps: ConsoleDeps): Promise<SafeHtml> {
     return problemsPanel(await problemsOf(deps.queries, await knownDevices(deps)));
@@ -252,11 +279,12 @@ function registerPages(gated: FastifyInstance, deps: ConsoleDeps): void {
     async (request, reply) => {
       const query = overviewQuerySchema.safeParse(request.query);
       const notice = query.success ? redrivenNotice(query.data) : undefined;
+      const csrf = csrfTokenOf(deps, request);
       const [devices, pipeline] = await Promise.all([
         renderers.devices(deps),
-        renderers.pipeline(deps, notice),
+        renderers.pipeline(deps, csrf, notice),
       ]);
-      return reply.type(HTML).send(page("Overview", html`${devices}${pipeline}`));
+      return reply.type(HTML).send(page("Overview", html`${devices}${pipeline}`, csrf));
     },
   );
   gated.get(
@@ -271,14 +299,18 @@ function registerPages(gated: FastifyInstance, deps: ConsoleDeps): void {
       if (!query.success) return badRequest(reply, "deviceId, state, from, to or after is malformed");
       const form = runFilterForm(runFilterOf(query.data), await knownDevices(deps));
       const runs = await renderers.runs(deps, query.data, runsQueryString(request.query));
-      return reply.type(HTML).send(page("Runs", html`${form}${runs}`));
+      return reply.type(HTML).send(page("Runs", html`${form}${runs}`, csrfTokenOf(deps, request)));
     },
   );
   gated.get(
     CONSOLE_PATHS.problems,
     { schema: consoleSchema("Rejected Harness events and protocol errors of every device", {}, {}) },
-    async (_request, reply) =>
-      reply.type(HTML).send(page("Rejections and protocol errors", await renderers.problems(deps))),
+    async (request, reply) =>
+      reply
+        .type(HTML)
+        .send(
+          page("Rejections and protocol errors", await renderers.problems(deps), csrfTokenOf(deps, request)),
+        ),
   );
   gated.get(
     `${CONSOLE}/results/:deviceId/:resultId`,
@@ -291,7 +323,7 @@ function registerPages(gated: FastifyInstance, deps: ConsoleDeps): void {
     },
     async (request, reply) => {
       const detail = await readResult(deps, request.params, reply);
-      return detail && reply.type(HTML).send(page("Result", resultPanel(detail)));
+      return detail && reply.type(HTML).send(page("Result", resultPanel(detail), csrfTokenOf(deps, request)));
     },
   );
 }
@@ -318,7 +350,7 @@ function registerPanels(gated: FastifyInstance, deps: ConsoleDeps): void {
   gated.get(
     CONSOLE_PATHS.panel("pipeline"),
     { schema: consoleSchema("Panel: stream lag and dead letters", {}, {}) },
-    async (_request, reply) => fragment(reply, await renderers.pipeline(deps)),
+    async (request, reply) => fragment(reply, await renderers.pipeline(deps, csrfTokenOf(deps, request))),
   );
   gated.get(
     CONSOLE_PATHS.panel("problems"),
@@ -352,16 +384,21 @@ function registerPanels(gated: FastifyInstance, deps: ConsoleDeps): void {
     CONSOLE_PATHS.events,
     {
       schema: {
-        summary: "Live feed (server-sent events): run-update with the deviceId, and a tick every 2 s",
+        summary:
+          "Live feed (server-sent events): run-update with the deviceId, a tick every 2 s; signed-out and the end when the credential expires or is revoked",
         tags: ["console"],
         security: BEARER,
         response: {
-          200: textResponse("text/event-stream", "events until the client goes away"),
+          200: textResponse("text/event-stream", "events until the client goes away or its credential ends"),
           ...operatorRefusals,
         },
       },
     },
-    async (_request, reply) => deps.feed.stream(reply),
+    async (request, reply) =>
+      deps.feed.stream(reply, {
+        operator: admittedOperators.get(request) ?? "",
+        authorization: sessionCredential(request).authorization,
+      }),
   );
   gated.get(
     CONSOLE_PATHS.script,
@@ -381,17 +418,18 @@ function registerActions(gated: FastifyInstance, deps: ConsoleDeps): void {
     {
       schema: {
         summary:
-          "Moves a dead letter back onto its stream (form fields stream, id), then back to the overview",
+          "Moves a dead letter back onto its stream (form fields stream, id, csrf), then back to the overview",
         tags: ["console"],
         security: BEARER,
         body: redriveBodySchema,
         response: {
           303: z.null().describe("redriven; to the overview, which names the new entry"),
+          ...operatorRefusals,
           ...errorResponses({
             400: "unknown stream or malformed id",
+            403: FORGERY_REFUSAL,
             404: "no such dead letter (already redriven?)",
           }),
-          ...operatorRefusals,
         },
       },
     },
@@ -414,10 +452,14 @@ function registerActions(gated: FastifyInstance, deps: ConsoleDeps): void {
     CONSOLE_PATHS.logout,
     {
       schema: {
-        summary: "Signs the operator out (clears the cookie)",
+        summary: "Signs the operator out (clears the cookie; form field csrf)",
         tags: ["console"],
         security: BEARER,
-        response: { 303: z.null().describe("to the sign-in page"), ...operatorRefusals },
+        response: {
+          303: z.null().describe("to the sign-in page"),
+          ...operatorRefusals,
+          ...errorResponses({ 403: FORGERY_REFUSAL }),
+        },
       },
     },
     async (_request, reply) => {

@@ -1,15 +1,15 @@
-import type { RedisClient } from "../../../libs/redis/redis-client.js";
+import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import {
   outboxEntrySchema,
   playbackRecordSchema,
   type OutboxEntry,
   type PlaybackRecord,
-} from "../../../libs/contract/os-playback.js";
-import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
-import { parseResultRecord, type ResultRecord } from "../../../libs/os-store/result-record.js";
-import { parseRunRecord, type RunRecord } from "../../../libs/os-store/run-record.js";
-import type { Keyspace } from "../../../libs/redis/keyspace.js";
+} from "../../libs/contract/os-playback.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
+import { parseResultRecord, type ResultRecord } from "../../libs/os-store/result-record.js";
+import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
+import type { Keyspace } from "../../libs/redis/keyspace.js";
 
 /** One moment of a result's playback: the outbox entry's or one playback's transition, or the Lamp's last ack. */
 export interface TimelineStep {

@@ -3,7 +3,7 @@ import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { FastifyAdapter } from "@bull-board/fastify";
 import type { Queue } from "bullmq";
 import type { FastifyInstance } from "fastify";
-import { refuseNonOperators, type OperatorGate } from "../../../libs/http/operator-gate.js";
+import { refuseNonOperators, type OperatorGate } from "../../libs/http/operator-gate.js";
 import { CONSOLE_PATHS } from "./console-paths.js";
 
 /**

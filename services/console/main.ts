@@ -1,0 +1,4 @@
+import { runMain } from "../../libs/service/service-host.js";
+import { consoleService } from "./definition.js";
+
+await runMain("console", [consoleService]);
