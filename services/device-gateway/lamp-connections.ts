@@ -6,7 +6,7 @@ import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { LuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
-import { lampRevokedAt } from "./lamp-revocation.js";
+import { lampRevokedAt } from "../../libs/os-store/lamp-revocations.js";
 
 /** 1 when the presence key was set or removed, 0 when another instance holds it. */
 const presenceScript = LuaScript.fromFile(

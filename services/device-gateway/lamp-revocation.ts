@@ -3,9 +3,6 @@ import { HarnessDeviceKeys, revocationsChannel } from "../../libs/harness-store/
 import { lampRevocationsChannel, OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 
-/** The Lamp connections read revocations where every OS surface reads them. */
-export { lampRevokedAt } from "../../libs/os-store/lamp-revocations.js";
-
 export interface LampRevocationReport {
   deviceId: string;
   revokedAt: string;

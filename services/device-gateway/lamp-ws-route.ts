@@ -12,7 +12,7 @@ import { TOO_MANY_SOCKETS_CLOSE_CODE, type LampConnections } from "./lamp-connec
 import { LampFrameQueue } from "./lamp-frame-queue.js";
 import { registerLamp } from "./lamp-registration.js";
 import type { LampFrames } from "./lamp-frames.js";
-import type { LampAuthenticator } from "./principal.js";
+import type { OsAuthenticator } from "../../libs/os-store/os-authenticator.js";
 import type { RunUpdateFeed } from "./run-update-feed.js";
 import { z } from "zod";
 import { BEARER, errorResponses } from "../../libs/http/api-docs.js";
@@ -43,7 +43,7 @@ export function registerLampRoute(
     redis: RedisClient;
     keys: Keyspace;
     partitions: number;
-    auth: LampAuthenticator;
+    auth: OsAuthenticator;
     frames: LampFrames;
     connections: LampConnections;
     updates: RunUpdateFeed;
