@@ -2,7 +2,7 @@ import { Counter, type Registry } from "prom-client";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 /** What the store-result step answers (lua/store-result-1.lua). */
-const STORE_OUTCOMES = ["stored", "stored_not_emitted", "already_emitted", "content_changed"];
+const STORE_OUTCOMES = ["stored", "stored_not_emitted", "already_emitted", "unclaimed", "content_changed"];
 
 /** The run-resolver's series, built once per registry, every known label value from 0. */
 export const resolverMetrics = perRegistry((registry) => {

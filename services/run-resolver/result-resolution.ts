@@ -12,7 +12,7 @@ import { resolverMetrics, type ResolverMetrics } from "./resolver-metrics.js";
 
 const storeReply = z.discriminatedUnion("outcome", [
   z.object({ outcome: z.literal("stored"), skipped: z.number().int().nonnegative() }),
-  z.object({ outcome: z.enum(["stored_not_emitted", "already_emitted"]) }),
+  z.object({ outcome: z.enum(["stored_not_emitted", "already_emitted", "unclaimed"]) }),
   z.object({ outcome: z.literal("content_changed"), storedHash: z.string().min(1) }),
 ]);
 const storeResult = NamedLuaScript.fromFile<
@@ -71,6 +71,7 @@ export class ResultResolution {
     this.metrics.outcomes.inc({ outcome: reply.outcome });
     if (reply.outcome === "content_changed") return this.refuseChangedContent(routed, reply.storedHash);
     if (reply.outcome === "already_emitted") return;
+    if (reply.outcome === "unclaimed") return this.refuseUnclaimed(routed);
     if (reply.outcome === "stored" && reply.skipped > 0) {
       this.metrics.skippedRuns.inc(reply.skipped);
       this.log.warn(
@@ -86,6 +87,14 @@ export class ResultResolution {
       resolvedAt: Date.now(),
     });
     await this.redis.hsetnx(device.result(resultKey), "emittedAt", Date.now());
+  }
+
+  /** No router claimed this identity with this content: the entry was not written by a router, nothing is applied. */
+  private refuseUnclaimed(routed: OsRouted): void {
+    this.log.warn(
+      { deviceId: routed.deviceId, resultId: routed.resultId, contentHash: routed.contentHash },
+      "routed result without the router's claim; nothing applied",
+    );
   }
 
   /**

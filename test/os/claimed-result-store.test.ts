@@ -57,8 +57,11 @@ function routed(resultId: string, members: OsRouted["members"]): OsRouted {
 }
 
 const stateOf = async (runId: string) => t.redis.hget(device.run(runId), "state");
-const metric = async (name: string) =>
-  (await registry.getSingleMetric(name)?.get())?.values.reduce((sum, { value }) => sum + value, 0);
+/** The metric's value summed over its series, or over those with `outcome` when given. */
+const metric = async (name: string, outcome?: string) =>
+  (await registry.getSingleMetric(name)?.get())?.values
+    .filter(({ labels }) => outcome === undefined || labels.outcome === outcome)
+    .reduce((sum, { value }) => sum + value, 0);
 
 describe("run-resolver: stores a routed result and resolves the runs the router claimed for it", () => {
   it("resolves every claimed member and stores the result once; a redelivery changes nothing", async () => {
@@ -86,10 +89,22 @@ describe("run-resolver: stores a routed result and resolves the runs the router 
     expect(await metric("os_result_runs_skipped_total")).toBe(1);
   });
 
-  it("never resolves a listed run the router did not claim for this result", async () => {
+  it("stores nothing for a result no router claimed, and counts it", async () => {
     const a = await boundRun("delivery-a");
     await resolution.apply(routed("r-1", [a]));
     expect(await stateOf(a.runId)).toBe("pending");
-    expect(await metric("os_result_runs_skipped_total")).toBe(1);
+    expect(await t.redis.exists(device.result(resultKeyOf(ORIGIN, "r-1")))).toBe(0);
+    expect(await metric("os_results_applied_total", "unclaimed")).toBe(1);
+  });
+
+  it("never resolves a listed run claimed for another result", async () => {
+    const a = await boundRun("delivery-a");
+    const b = await boundRun("delivery-b");
+    const result = routed("r-1", [a, b]);
+    await router.claimResult(resultKeyOf(ORIGIN, "r-0"), "b".repeat(64), [a.runId]);
+    await t.redis.set(device.resultClaim(resultKeyOf(ORIGIN, "r-1")), result.contentHash);
+    await resolution.apply(result);
+    expect([await stateOf(a.runId), await stateOf(b.runId)]).toEqual(["pending", "pending"]);
+    expect(await metric("os_result_runs_skipped_total")).toBe(2);
   });
 });

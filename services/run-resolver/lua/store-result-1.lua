@@ -1,14 +1,16 @@
 -- Stores one routed result and resolves its member runs, in one atomic step on the device's slot: dedupe by
 -- result identity with the canonical content hash, store the one result with its membership, resolve exactly the
 -- listed runs (each gets a run.update). Atomic so a result is never stored without its runs resolved, nor a run
--- resolved twice. The router validated the members and claimed each run for this result (claim-result-1.lua);
--- this step resolves a listed run only while it is pending and claimed for this result, and counts the others (a
--- run that reached its deadline after the claim keeps the end it got). Unlisted runs are not touched.
+-- resolved twice. The router validated the members and claimed the identity and each run for this result
+-- (claim-result-1.lua): a result whose identity the router did not claim with this content hash is not stored at
+-- all (`unclaimed`: an entry no router wrote), and a listed run is resolved only while it is pending and claimed for
+-- this result; the others are counted (a run that reached its deadline after the claim keeps the end it got).
+-- Unlisted runs are not touched.
 -- KEYS[1] = B
 -- ARGV[1] = {resultKey, resultId, serverInstanceId, deviceId, agentId, outcome, fullText, engineTurnId?, membersJson,
 --   contentHash, now, runIds = [runId] (at least one)}
--- Reply: {outcome = stored, skipped (listed runs not resolved)} | {outcome = stored_not_emitted | already_emitted}
---   | {outcome = content_changed, storedHash}
+-- Reply: {outcome = stored, skipped (listed runs not resolved)} | {outcome = stored_not_emitted | already_emitted
+--   | unclaimed} | {outcome = content_changed, storedHash}
 --!include emit-run-update.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
@@ -23,6 +25,10 @@ if stored[1] then
     return cjson.encode({ outcome = 'already_emitted' })
   end
   return cjson.encode({ outcome = 'stored_not_emitted' })
+end
+
+if redis.call('GET', base .. ':routed:' .. args.resultKey) ~= args.contentHash then
+  return cjson.encode({ outcome = 'unclaimed' })
 end
 
 local now = args.now
