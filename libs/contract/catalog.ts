@@ -145,7 +145,8 @@ export const STREAM_CATALOG = {
     partitionBy: "deviceId",
     producers: ["router"],
     consumers: { runResolver: { group: "run-resolver", service: "run-resolver" } },
-    reading: hostGroups("os.routed"),
+    // A device's results are stored, and so spoken, in the order the router routed them.
+    reading: hostGroups("os.routed", { inOrder: true }),
     carries:
       "one validated result with every member resolved to a local run, plus its canonical content hash",
   },
@@ -156,7 +157,8 @@ export const STREAM_CATALOG = {
     partitionBy: "deviceId",
     producers: ["run-resolver"],
     consumers: { ttsDispatcher: { group: "tts-dispatcher", service: "tts-dispatcher" } },
-    reading: hostGroups("os.resolved"),
+    // A device's answers reach its outbox in the order they were resolved, so in routing order.
+    reading: hostGroups("os.resolved", { inOrder: true }),
     carries: "result identity `(deviceId, serverInstanceId, resultId)`",
   },
   lampEvents: {
@@ -215,7 +217,7 @@ export const STREAM_CATALOG = {
     name: "B:rejections",
     schema: rejectionRecordSchema,
     keyspace: "device",
-    producers: ["router", "run-resolver"],
+    producers: ["router"],
     consumers: {},
     reading: { kind: "audit-log" },
     carries: "a rejected Harness event with its reason (once per identity, see `B:rejections-ids`)",
@@ -234,7 +236,7 @@ export const STREAM_CATALOG = {
     name: "B:protocol-errors",
     schema: protocolErrorRecordSchema,
     keyspace: "device",
-    producers: ["run-resolver"],
+    producers: ["router"],
     consumers: {},
     reading: { kind: "audit-log" },
     carries: "the same resultId with different content or membership",

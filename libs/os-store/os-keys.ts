@@ -70,6 +70,11 @@ export class OsDeviceKeys {
     return `${this.base}:result-id:${resultId}`;
   }
 
+  /** The content hash a result identity was claimed with by the router, before it was routed. */
+  resultClaim(resultKey: string): string {
+    return `${this.base}:routed:${resultKey}`;
+  }
+
   outbox(resultKey: string): string {
     return `${this.base}:outbox:${resultKey}`;
   }

@@ -33,6 +33,8 @@ const storedRunSchema = z.object({
   state: runStateSchema,
   outcome: outcomeSchema.optional(),
   resultId: optionalText,
+  /** The resultKey of the result the router claimed this run for (set once, before that result is routed). */
+  routedAs: optionalText,
   deliveryId: optionalText,
   serverInstanceId: optionalText,
   /** The last receipt the Harness gave for this run's key, field by field (see `runReceipt`). */

@@ -2,7 +2,7 @@ import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { HeldResult } from "../../libs/os-store/held-result.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
@@ -140,20 +140,42 @@ export class EventIntake {
     const staged = () =>
       this.metrics.events.inc({ kind: String(origin?.kind ?? frame.kind), verdict: verdict.verdict });
     if (verdict.verdict === "route") {
+      const claim = await this.claim(verdict.routed);
+      if (claim.verdict !== "route") return this.apply(claim, frame, origin, move, heldAs);
       await appendToStream(this.redis, this.keys, STREAMS.osRouted, verdict.routed);
       await this.crashPoint.reach("router.after-stage");
-      const { serverInstanceId, resultId } = verdict.routed;
-      await this.store.stage(
+      await this.store.stage({ action: "routed", waitingField: heldAs }, move);
+      this.staged(move);
+      return staged();
+    }
+    if (verdict.verdict === "protocol_error") {
+      const { routed, claimedHash } = verdict;
+      const recorded = await this.store.stage(
         {
-          action: "routed",
+          action: "protocol_error",
           waitingField: heldAs,
-          resultKey: resultKeyOf(serverInstanceId, resultId),
-          routedAt: Date.now(),
+          protocolErrorId: `${resultKeyOf(routed.serverInstanceId, routed.resultId)}|${routed.contentHash}`,
+          protocolError: {
+            code: "RESULT_CONTENT_CHANGED",
+            serverInstanceId: routed.serverInstanceId,
+            resultId: routed.resultId,
+            storedHash: claimedHash,
+            receivedHash: routed.contentHash,
+            transportInstanceId: routed.source.transportInstanceId,
+            eventId: routed.source.eventId,
+            at: Date.now(),
+          },
         },
         move,
       );
       this.staged(move);
-      return staged();
+      staged();
+      if (recorded) this.metrics.protocolErrors.inc({ code: "RESULT_CONTENT_CHANGED" });
+      this.log.error(
+        { resultId: routed.resultId, storedHash: claimedHash, receivedHash: routed.contentHash },
+        "protocol error: result id reused with different content or membership",
+      );
+      return;
     }
     if (verdict.verdict === "wait") {
       if (!origin) throw new Error("a held result needs its transport origin");
@@ -188,6 +210,28 @@ export class EventIntake {
     staged();
     if (recorded) this.metrics.rejectedEvents.inc({ reason: verdict.reason });
     this.log.warn({ reason: verdict.reason, detail: verdict.detail }, "harness event rejected");
+  }
+
+  /**
+   * Claims the routed result's member runs for it, atomically: the runs the validation found may have been claimed
+   * by another result or ended since they were read. A replay of this very result claims nothing new and routes again.
+   */
+  private async claim(routed: OsRouted): Promise<Verdict> {
+    const { serverInstanceId, resultId, contentHash, members } = routed;
+    const resultKey = resultKeyOf(serverInstanceId, resultId);
+    const claim = await this.store.claimResult(
+      resultKey,
+      contentHash,
+      members.map((member) => member.runId),
+    );
+    const identity = { serverInstanceId, resultId };
+    if (claim.outcome === "content_changed")
+      return { verdict: "protocol_error", routed, claimedHash: claim.claimedHash };
+    if (claim.outcome === "member_taken") {
+      const by = claim.routedAs === undefined ? "" : `, claimed by ${claim.routedAs}`;
+      return reject("MEMBER_NOT_PENDING", `run ${claim.runId} is ${claim.state}${by}`, identity);
+    }
+    return { verdict: "route", routed };
   }
 
   private async handleReceiptUpdate(payload: Record<string, unknown>, move: CursorMove): Promise<void> {

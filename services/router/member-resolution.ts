@@ -59,8 +59,12 @@ function mismatchOf(
     return reject("AGENT_MISMATCH", `run ${run.runId} belongs to agent ${run.agentId}`, identity);
   if (bound && run.serverInstanceId !== claim.serverInstanceId)
     return reject("INSTANCE_MISMATCH", `run ${run.runId} was received by another instance`, identity);
-  // A run already resolved by this very result is forwarded: the resolver dedupes it or flags changed content.
-  if (run.state !== "pending" && run.resultKey !== resultKey)
+  // A run claimed for another result is taken; one claimed for this very result is a replay, routed again so a
+  // crash before the first routing is repaired (the claim step decides; the resolver dedupes).
+  const claimedFor = run.routedAs ?? run.resultKey;
+  if (claimedFor !== undefined && claimedFor !== resultKey)
+    return reject("MEMBER_NOT_PENDING", `run ${run.runId} is claimed by result ${claimedFor}`, identity);
+  if (run.state !== "pending" && claimedFor !== resultKey)
     return reject("MEMBER_NOT_PENDING", `run ${run.runId} is ${run.state}`, identity);
   return undefined;
 }

@@ -3,15 +3,16 @@ import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, OsPartitionKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { holdLease } from "../../libs/leases/lease-step.js";
 import type { PartitionWork } from "../../libs/leases/partition-leases.js";
 
-/** 1 while the router should hold the device's Harness session, 0 once it may let it go. */
-const deviceActivityScript = LuaScript.fromFile(
+/** `active` while the router should hold the device's Harness session, false once it may let it go. */
+const activityReply = z.object({ active: z.boolean() });
+const deviceActivityScript = NamedLuaScript.fromFile<Record<string, never>, typeof activityReply>(
   new URL("./lua/device-activity-1.lua", import.meta.url),
-  z.union([z.literal(0), z.literal(1)]),
+  activityReply,
 );
 
 /** How many devices one sweep checks at once (one round trip each, pipelined on the shared connection). */
@@ -177,7 +178,7 @@ export class PartitionDevices implements PartitionWork {
 
   private async isActive(deviceId: string): Promise<boolean> {
     const device = new OsDeviceKeys(this.options.keys, deviceId);
-    return (await deviceActivityScript.run(this.options.redis, [device.base], [])) === 1;
+    return (await deviceActivityScript.run(this.options.redis, [device.base], {})).active;
   }
 
   /** Ends the session; `release` gives the device lease up too (a lost partition's next holder takes it over). */

@@ -8,6 +8,7 @@ export class RouterMetrics {
   static readonly of = perRegistry((registry) => new RouterMetrics(registry));
 
   readonly rejectedEvents: Counter;
+  readonly protocolErrors: Counter;
   readonly events: Counter;
   readonly receiptConflicts: Counter;
   readonly sends: Counter;
@@ -19,6 +20,13 @@ export class RouterMetrics {
   private constructor(registry: Registry) {
     const registers = [registry];
     this.rejectedEvents = rejectedEventsCounter(registry);
+    this.protocolErrors = new Counter({
+      name: "os_protocol_errors_total",
+      help: "Results whose id came back with different content or membership",
+      labelNames: ["code"],
+      registers,
+    });
+    this.protocolErrors.inc({ code: "RESULT_CONTENT_CHANGED" }, 0);
     this.events = new Counter({
       name: "os_router_frames_total",
       help: "Harness frames handled by the router",

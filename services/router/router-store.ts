@@ -5,10 +5,10 @@ import type { Receipt } from "../../libs/contract/receipt.js";
 import { EXPIRED_HELD_KEPT, type ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
 import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-result.js";
 import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
-import type { RejectionRecord } from "../../libs/os-store/result-record.js";
+import type { ProtocolErrorRecord, RejectionRecord } from "../../libs/os-store/result-record.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
-import { flatRecord } from "../../libs/redis/flat-reply.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { luaList } from "../../libs/redis/lua-list.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 
 const bindOutcomeSchema = z.enum([
   "bound",
@@ -20,56 +20,95 @@ const bindOutcomeSchema = z.enum([
 ]);
 export type BindOutcome = z.infer<typeof bindOutcomeSchema>;
 
-/** 1 when the step changed something (a rejection newly recorded, a run marked), 0 when it did not. */
-const changedSchema = z.union([z.literal(0), z.literal(1)]);
+const bindReply = z.object({ outcome: bindOutcomeSchema, runId: z.string().min(1).optional() });
+const bindReceiptScript = NamedLuaScript.fromFile<
+  {
+    idempotencyKey: string;
+    agentId: string;
+    deliveryId: string;
+    serverInstanceId: string;
+    receiptState: Receipt["state"];
+    receipt: Receipt;
+    now: number;
+    runIdHint?: string;
+    command?: { entryId: string; group: string };
+  },
+  typeof bindReply
+>(new URL("./lua/bind-receipt-1.lua", import.meta.url), bindReply);
 
-const bindReceiptScript = LuaScript.fromFile(
-  new URL("./lua/bind-receipt-1.lua", import.meta.url),
-  z.tuple([bindOutcomeSchema, z.string()]),
-);
-const memberRunsScript = LuaScript.fromFile(
-  new URL("./lua/member-runs-1.lua", import.meta.url),
-  z.array(
+const memberRunsReply = z.object({
+  members: z.array(
     z
-      .tuple([z.enum(["delivery", "key", ""]), z.array(z.string()).transform(flatRecord)])
-      .transform(([via, fields]): MemberRun => ({
-        via: via === "" ? undefined : via,
-        run: parseRunRecord(fields),
-      })),
+      .object({
+        found: z.boolean(),
+        via: z.enum(["delivery", "key"]).optional(),
+        run: z.record(z.string(), z.string()).optional(),
+      })
+      .transform(({ via, run }): MemberRun => ({ via, run: parseRunRecord(run ?? {}) })),
   ),
-);
-const stageEventScript = LuaScript.fromFile(
+});
+const memberRunsScript = NamedLuaScript.fromFile<
+  { members: { deliveryId: string; idempotencyKey: string }[] },
+  typeof memberRunsReply
+>(new URL("./lua/member-runs-1.lua", import.meta.url), memberRunsReply);
+
+const claimReply = z.discriminatedUnion("outcome", [
+  z.object({ outcome: z.enum(["claimed", "replayed"]) }),
+  z.object({ outcome: z.literal("content_changed"), claimedHash: z.string().min(1) }),
+  z.object({
+    outcome: z.literal("member_taken"),
+    runId: z.string().min(1),
+    state: z.string().min(1),
+    routedAs: z.string().min(1).optional(),
+  }),
+]);
+/** What the claim step found: the runs are this result's now, or why they are not. */
+export type ClaimOutcome = z.infer<typeof claimReply>;
+const claimResultScript = NamedLuaScript.fromFile<
+  { leaseOwner: string; resultKey: string; contentHash: string; runIds: string[] },
+  typeof claimReply
+>(new URL("./lua/claim-result-1.lua", import.meta.url), claimReply);
+
+const stageReply = z.object({ recorded: z.boolean() });
+const stageEventScript = NamedLuaScript.fromFile<StageArgs, typeof stageReply>(
   new URL("./lua/stage-event-1.lua", import.meta.url),
-  changedSchema,
-);
-const markSendFailedScript = LuaScript.fromFile(
-  new URL("./lua/mark-send-failed-1.lua", import.meta.url),
-  changedSchema,
+  stageReply,
 );
 
-const dueRunsScript = LuaScript.fromFile(
+/** `ended`: the step ended the run; false when it had already ended (or, for a send, its receipt had bound). */
+const endedReply = z.object({ ended: z.boolean() });
+const markSendFailedScript = NamedLuaScript.fromFile<
+  { runId: string; errorCode: string; now: number },
+  typeof endedReply
+>(new URL("./lua/mark-send-failed-1.lua", import.meta.url), endedReply);
+const endRunScript = NamedLuaScript.fromFile<
+  { runId: string; reason: string; now: number },
+  typeof endedReply
+>(new URL("./lua/end-run-1.lua", import.meta.url), endedReply);
+
+const dueRunsReply = z.object({
+  due: luaList(z.string().min(1)),
+  nextExpiresAt: z.number().int().optional(),
+  held: z.number().int().nonnegative(),
+});
+const dueRunsScript = NamedLuaScript.fromFile<{ dueBefore: number; limit: number }, typeof dueRunsReply>(
   new URL("./lua/due-runs-1.lua", import.meta.url),
-  z
-    .tuple([z.array(z.string().min(1)), z.number().int(), z.number().int().nonnegative()])
-    .transform(([due, nextExpiry, held]) => ({
-      due,
-      nextExpiresAt: nextExpiry < 0 ? undefined : nextExpiry,
-      held,
-    })),
+  dueRunsReply,
 );
+
+const expireHeldReply = z.object({ expired: z.boolean() });
+const expireHeldScript = NamedLuaScript.fromFile<
+  { waitingField: string; rejectionJson: string; expiredJson: string; kept: number },
+  typeof expireHeldReply
+>(new URL("./lua/expire-held-1.lua", import.meta.url), expireHeldReply);
 
 /** What a deadline sweep finds: the due runs, when the next one comes due, and how many results are held. */
 export interface DueRuns {
   due: string[];
   /** voiceTargetExpiresAt of the earliest indexed run not yet due; undefined when there is none. */
-  nextExpiresAt: number | undefined;
+  nextExpiresAt?: number | undefined;
   held: number;
 }
-const endRunScript = LuaScript.fromFile(new URL("./lua/end-run-1.lua", import.meta.url), changedSchema);
-const expireHeldScript = LuaScript.fromFile(
-  new URL("./lua/expire-held-1.lua", import.meta.url),
-  changedSchema,
-);
 
 /** The run a result member names: found by its delivery's index, else by its key's, else by neither. */
 export interface MemberRun {
@@ -85,11 +124,27 @@ export interface HeldEntry {
 }
 
 export type StageAction =
-  | { action: "routed"; waitingField?: string; resultKey: string; routedAt: number }
-  | { action: "reject"; waitingField?: string; rejectionId: string; rejection: RejectionRecord }
+  | { action: "routed"; waitingField?: string | undefined }
+  | { action: "reject"; waitingField?: string | undefined; rejectionId: string; rejection: RejectionRecord }
+  | {
+      action: "protocol_error";
+      waitingField?: string | undefined;
+      protocolErrorId: string;
+      protocolError: ProtocolErrorRecord;
+    }
   | { action: "wait"; waitingField: string; waitingJson: string }
   | { action: "ignore" }
   | { action: "resync" };
+
+/** The stage step's arguments: the action's fields, records as JSON text (kept byte for byte). */
+type StageArgs = { leaseOwner: string; action: StageAction["action"]; cursor?: CursorMove } & {
+  waitingField?: string;
+  waitingJson?: string;
+  rejectionId?: string;
+  rejectionJson?: string;
+  protocolErrorId?: string;
+  protocolErrorJson?: string;
+};
 
 /** Where a staged frame moves the resume cursor (absent: re-evaluation of a held result, cursor untouched). */
 export interface CursorMove {
@@ -124,8 +179,10 @@ export class RouterStore {
 
   /** The run each member names (by delivery, else by key), in one round trip for the whole result. */
   async memberRuns(members: readonly { deliveryId: string; idempotencyKey: string }[]): Promise<MemberRun[]> {
-    const args = members.flatMap((member) => [member.deliveryId, member.idempotencyKey]);
-    return memberRunsScript.run(this.redis, [this.device.base], args);
+    const found = await memberRunsScript.run(this.redis, [this.device.base], {
+      members: members.map(({ deliveryId, idempotencyKey }) => ({ deliveryId, idempotencyKey })),
+    });
+    return found.members;
   }
 
   async pendingRuns(): Promise<RunRecord[]> {
@@ -154,18 +211,23 @@ export class RouterStore {
 
   /** Pending runs whose voice target expired before `dueBefore` (at most `limit`), indexing new runs first. */
   async dueRuns(dueBefore: number, limit: number): Promise<DueRuns> {
-    return dueRunsScript.run(this.redis, [this.device.base], [dueBefore, limit]);
+    return dueRunsScript.run(this.redis, [this.device.base], { dueBefore, limit });
   }
 
   /** Ends a still-pending run `unknown` with `reason`; false when it had already ended. */
   async endRun(runId: string, reason: string, now: number): Promise<boolean> {
-    return (await endRunScript.run(this.redis, [this.device.base], [runId, reason, now])) === 1;
+    return (await endRunScript.run(this.redis, [this.device.base], { runId, reason, now })).ended;
   }
 
   /** Gives up a held result (rejection recorded, frame kept in `B:held-expired`); false when no longer held. */
   async expireHeld(expired: ExpiredHeldResult, rejection: RejectionRecord): Promise<boolean> {
-    const args = [expired.id, JSON.stringify(rejection), JSON.stringify(expired), EXPIRED_HELD_KEPT];
-    return (await expireHeldScript.run(this.redis, [this.device.base], args)) === 1;
+    const reply = await expireHeldScript.run(this.redis, [this.device.base], {
+      waitingField: expired.id,
+      rejectionJson: JSON.stringify(rejection),
+      expiredJson: JSON.stringify(expired),
+      kept: EXPIRED_HELD_KEPT,
+    });
+    return reply.expired;
   }
 
   /**
@@ -175,25 +237,21 @@ export class RouterStore {
   async bindReceipt(
     receipt: Receipt,
     answered?: { entryId: string; group: string },
-  ): Promise<{ outcome: BindOutcome; runId: string }> {
+  ): Promise<{ outcome: BindOutcome; runId: string | undefined }> {
     const { idempotencyKey } = receipt;
-    const [outcome, runId] = await bindReceiptScript.run(
-      this.redis,
-      [this.device.base],
-      [
-        idempotencyKey,
-        receipt.agentId,
-        receipt.deliveryId,
-        receipt.serverInstanceId,
-        receipt.state,
-        JSON.stringify(receipt),
-        Date.now(),
-        this.knownRuns.get(idempotencyKey) ?? "",
-        answered?.entryId ?? "",
-        answered?.group ?? "",
-      ],
-    );
-    if (runId !== "") this.knowRun(idempotencyKey, runId);
+    const runIdHint = this.knownRuns.get(idempotencyKey);
+    const { outcome, runId } = await bindReceiptScript.run(this.redis, [this.device.base], {
+      idempotencyKey,
+      agentId: receipt.agentId,
+      deliveryId: receipt.deliveryId,
+      serverInstanceId: receipt.serverInstanceId,
+      receiptState: receipt.state,
+      receipt,
+      now: Date.now(),
+      ...(runIdHint === undefined ? {} : { runIdHint }),
+      ...(answered === undefined ? {} : { command: answered }),
+    });
+    if (runId !== undefined) this.knowRun(idempotencyKey, runId);
     return { outcome, runId };
   }
 
@@ -207,26 +265,45 @@ export class RouterStore {
   }
 
   async markSendFailed(runId: string, code: string): Promise<void> {
-    await markSendFailedScript.run(this.redis, [this.device.base], [runId, code, Date.now()]);
+    await markSendFailedScript.run(this.redis, [this.device.base], {
+      runId,
+      errorCode: code,
+      now: Date.now(),
+    });
   }
 
-  /** Returns whether a rejection was newly recorded (a replayed rejected event is recorded once). */
+  /**
+   * Claims the member runs for a validated result before it is routed (claim-result-1.lua): a run claimed for
+   * another result, or no longer pending, and the same identity claimed with other content are answered, not claimed.
+   */
+  async claimResult(resultKey: string, contentHash: string, runIds: string[]): Promise<ClaimOutcome> {
+    return claimResultScript.run(this.redis, [this.device.base], {
+      leaseOwner: this.leaseOwner,
+      resultKey,
+      contentHash,
+      runIds,
+    });
+  }
+
+  /** Returns whether a rejection or protocol error was newly recorded (a replayed event is recorded once). */
   async stage(step: StageAction, move: CursorMove | undefined): Promise<boolean> {
-    return (await stageEventScript.run(this.redis, [this.device.base], this.stageArgs(step, move))) === 1;
+    const reply = await stageEventScript.run(this.redis, [this.device.base], this.stageArgs(step, move));
+    return reply.recorded;
   }
 
-  private stageArgs(step: StageAction, move: CursorMove | undefined): string[] {
-    return [
-      this.leaseOwner,
-      step.action,
-      move?.transportInstanceId ?? "",
-      move === undefined ? "" : String(move.cursor),
-      "waitingField" in step ? (step.waitingField ?? "") : "",
-      step.action === "wait" ? step.waitingJson : "",
-      step.action === "reject" ? step.rejectionId : "",
-      step.action === "reject" ? JSON.stringify(step.rejection) : "",
-      step.action === "routed" ? step.resultKey : "",
-      step.action === "routed" ? String(step.routedAt) : "",
-    ];
+  private stageArgs(step: StageAction, move: CursorMove | undefined): StageArgs {
+    const args: StageArgs = { leaseOwner: this.leaseOwner, action: step.action };
+    if (move !== undefined) args.cursor = move;
+    if ("waitingField" in step && step.waitingField !== undefined) args.waitingField = step.waitingField;
+    if (step.action === "wait") args.waitingJson = step.waitingJson;
+    if (step.action === "reject") {
+      args.rejectionId = step.rejectionId;
+      args.rejectionJson = JSON.stringify(step.rejection);
+    }
+    if (step.action === "protocol_error") {
+      args.protocolErrorId = step.protocolErrorId;
+      args.protocolErrorJson = JSON.stringify(step.protocolError);
+    }
+    return args;
   }
 }

@@ -33,7 +33,9 @@ export type Verdict =
       serverInstanceId?: string | undefined;
       resultId?: string | undefined;
     }
-  | { verdict: "wait"; detail: string };
+  | { verdict: "wait"; detail: string }
+  /** The result's identity is already claimed with other content or membership: nothing is applied. */
+  | { verdict: "protocol_error"; routed: OsRouted; claimedHash: string };
 
 export const reject = (
   reason: RejectionReason,

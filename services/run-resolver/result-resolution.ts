@@ -4,33 +4,34 @@ import type { Registry } from "prom-client";
 import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
-import { rejectionReasonSchema, type RejectionReason } from "../../libs/os-store/result-record.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
-import { recordOnce } from "./audit-log.js";
 import { resolverMetrics, type ResolverMetrics } from "./resolver-metrics.js";
 
-/** `{outcome, storedHash | ''}`, or `{member_invalid, reason, runId}` naming the first member that no longer matches. */
-const storeResult = LuaScript.fromFile(
-  new URL("./lua/store-result-1.lua", import.meta.url),
-  z.union([
-    z.tuple([z.enum(["stored", "stored_not_emitted", "already_emitted", "content_changed"]), z.string()]),
-    z.tuple([
-      z.literal("member_invalid"),
-      rejectionReasonSchema.extract([
-        "UNKNOWN_MEMBER",
-        "KEY_MISMATCH",
-        "DELIVERY_MISMATCH",
-        "AGENT_MISMATCH",
-        "INSTANCE_MISMATCH",
-        "MEMBER_NOT_PENDING",
-      ]),
-      z.string(),
-    ]),
-  ]),
-);
+const storeReply = z.discriminatedUnion("outcome", [
+  z.object({ outcome: z.literal("stored"), skipped: z.number().int().nonnegative() }),
+  z.object({ outcome: z.enum(["stored_not_emitted", "already_emitted", "unclaimed"]) }),
+  z.object({ outcome: z.literal("content_changed"), storedHash: z.string().min(1) }),
+]);
+const storeResult = NamedLuaScript.fromFile<
+  {
+    resultKey: string;
+    resultId: string;
+    serverInstanceId: string;
+    deviceId: string;
+    agentId: string;
+    outcome: OsRouted["outcome"];
+    fullText: string;
+    engineTurnId?: string;
+    membersJson: string;
+    contentHash: string;
+    now: number;
+    runIds: string[];
+  },
+  typeof storeReply
+>(new URL("./lua/store-result-1.lua", import.meta.url), storeReply);
 
 /**
  * Applies one routed result: one Lua step stores it and resolves exactly its members (or finds it already
@@ -53,29 +54,31 @@ export class ResultResolution {
   async apply(routed: OsRouted): Promise<void> {
     const device = new OsDeviceKeys(this.keys, routed.deviceId);
     const resultKey = resultKeyOf(routed.serverInstanceId, routed.resultId);
-    const reply = await storeResult.run(
-      this.redis,
-      [device.base],
-      [
-        resultKey,
-        routed.resultId,
-        routed.serverInstanceId,
-        routed.deviceId,
-        routed.agentId,
-        routed.outcome,
-        routed.fullText,
-        routed.engineTurnId ?? "",
-        JSON.stringify(routed.members),
-        routed.contentHash,
-        Date.now(),
-        routed.members.length,
-        ...routed.members.flatMap((member) => [member.runId, member.deliveryId, member.idempotencyKey]),
-      ],
-    );
-    this.metrics.outcomes.inc({ outcome: reply[0] });
-    if (reply[0] === "member_invalid") return this.recordRejection(device, routed, reply[1], reply[2]);
-    if (reply[0] === "content_changed") return this.recordProtocolError(device, routed, reply[1]);
-    if (reply[0] === "already_emitted") return;
+    const reply = await storeResult.run(this.redis, [device.base], {
+      resultKey,
+      resultId: routed.resultId,
+      serverInstanceId: routed.serverInstanceId,
+      deviceId: routed.deviceId,
+      agentId: routed.agentId,
+      outcome: routed.outcome,
+      fullText: routed.fullText,
+      ...(routed.engineTurnId === undefined ? {} : { engineTurnId: routed.engineTurnId }),
+      membersJson: JSON.stringify(routed.members),
+      contentHash: routed.contentHash,
+      now: Date.now(),
+      runIds: routed.members.map((member) => member.runId),
+    });
+    this.metrics.outcomes.inc({ outcome: reply.outcome });
+    if (reply.outcome === "content_changed") return this.refuseChangedContent(routed, reply.storedHash);
+    if (reply.outcome === "already_emitted") return;
+    if (reply.outcome === "unclaimed") return this.refuseUnclaimed(routed);
+    if (reply.outcome === "stored" && reply.skipped > 0) {
+      this.metrics.skippedRuns.inc(reply.skipped);
+      this.log.warn(
+        { deviceId: routed.deviceId, resultId: routed.resultId, skipped: reply.skipped },
+        "stored result left listed runs as they were (no longer pending or not claimed for it)",
+      );
+    }
     await this.crashPoint.reach("run-resolver.after-store");
     await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
       deviceId: routed.deviceId,
@@ -86,55 +89,22 @@ export class ResultResolution {
     await this.redis.hsetnx(device.result(resultKey), "emittedAt", Date.now());
   }
 
-  private async recordProtocolError(device: OsDeviceKeys, routed: OsRouted, storedHash: string) {
-    const recorded = await recordOnce(
-      this.redis,
-      device.base,
-      "protocol-errors",
-      `${resultKeyOf(routed.serverInstanceId, routed.resultId)}|${routed.contentHash}`,
-      {
-        code: "RESULT_CONTENT_CHANGED",
-        serverInstanceId: routed.serverInstanceId,
-        resultId: routed.resultId,
-        storedHash,
-        receivedHash: routed.contentHash,
-        transportInstanceId: routed.source.transportInstanceId,
-        eventId: routed.source.eventId,
-        at: Date.now(),
-      },
-    );
-    if (recorded) this.metrics.protocolErrors.inc({ code: "RESULT_CONTENT_CHANGED" });
-    this.log.error(
-      { deviceId: routed.deviceId, resultId: routed.resultId, storedHash, receivedHash: routed.contentHash },
-      "protocol error: result id reused with different content or membership",
+  /** No router claimed this identity with this content: the entry was not written by a router, nothing is applied. */
+  private refuseUnclaimed(routed: OsRouted): void {
+    this.log.warn(
+      { deviceId: routed.deviceId, resultId: routed.resultId, contentHash: routed.contentHash },
+      "routed result without the router's claim; nothing applied",
     );
   }
 
-  /** A member changed between routing and storing (e.g. another result resolved it): nothing is applied. */
-  private async recordRejection(
-    device: OsDeviceKeys,
-    routed: OsRouted,
-    reason: RejectionReason,
-    runId: string,
-  ) {
-    const recorded = await recordOnce(
-      this.redis,
-      device.base,
-      "rejections",
-      `resolver|${resultKeyOf(routed.serverInstanceId, routed.resultId)}|${routed.contentHash}`,
-      {
-        reason,
-        detail: `run ${runId} no longer matches`,
-        kind: routed.source.wireKind,
-        agentId: routed.agentId,
-        transportInstanceId: routed.source.transportInstanceId,
-        eventId: routed.source.eventId,
-        serverInstanceId: routed.serverInstanceId,
-        resultId: routed.resultId,
-        rejectedBy: "run-resolver",
-        at: Date.now(),
-      },
+  /**
+   * The router claims a result identity with its content hash before it routes it and records a reuse as a protocol
+   * error, so other content under a stored identity here means the store lost the claim: nothing is applied.
+   */
+  private refuseChangedContent(routed: OsRouted, storedHash: string): void {
+    this.log.error(
+      { deviceId: routed.deviceId, resultId: routed.resultId, storedHash, receivedHash: routed.contentHash },
+      "routed result differs from the stored one under the same identity; nothing applied",
     );
-    if (recorded) this.metrics.rejected.inc({ reason });
   }
 }

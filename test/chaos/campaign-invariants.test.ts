@@ -89,6 +89,7 @@ function history(overrides: Partial<CampaignHistory>): CampaignHistory {
     deadLetters: [],
     engineWrites: [],
     received: [],
+    routingOrder: [],
     lampFeeds: [],
     updateLogs: [],
     malformedFrames: [],
@@ -264,5 +265,61 @@ describe("campaign invariants: cancelled runs", () => {
     expect(cancelledSpoken(spoken({ state: "resolved", at: 1_500 }, 3_000))).toHaveLength(1);
     expect(cancelledSpoken(spoken({ state: "resolved", at: 1_500 }, 1_600))).toEqual([]);
     expect(cancelledSpoken(spoken({ state: "resolved", at: 1_500 }, 1_400))).toEqual([]);
+  });
+});
+
+describe("campaign invariants: answers in routing order", () => {
+  const start = (resultId: string, at: number, playbackId = `answer-${resultId}`) => ({
+    deviceId: "lamp-1",
+    playbackId,
+    resultId,
+    receivedAt: T0 + at,
+    connection: 1,
+    ack: "prompt" as const,
+  });
+  const repeat = (resultId: string): { deviceId: string; record: PlaybackRecord } => ({
+    deviceId: "lamp-1",
+    record: {
+      deviceId: "lamp-1",
+      playbackId: `repeat-${resultId}`,
+      resultKey: `key-${resultId}`,
+      resultId,
+      kind: "repeat",
+      state: "played",
+      newestRunId: "r1",
+      voiceTargetId: "target-1",
+      gatewayId: "gateway-1",
+      text: "again",
+      createdAt: T0,
+    },
+  });
+  const outOfOrder = (of: CampaignHistory) =>
+    violated(of).filter((v) => v.invariant === "answer started out of routing order");
+  const routed = { deviceId: "lamp-1", resultIds: ["res-1", "res-2", "res-3"] };
+
+  it.each([
+    {
+      case: "answers started in the order they were routed pass",
+      received: [start("res-1", 1), start("res-2", 2), start("res-3", 3)],
+      violations: [],
+    },
+    {
+      case: "an answer that started after one routed later is out of order",
+      received: [start("res-2", 1), start("res-1", 2), start("res-3", 3)],
+      violations: ["lamp-1: res-1 (routed #1) started after res-2 (routed #2)"],
+    },
+    {
+      case: "a result that never started (suppressed) leaves the others' order judged",
+      received: [start("res-1", 1), start("res-3", 2)],
+      violations: [],
+    },
+    {
+      case: "an explicit repeat of an earlier result, asked for after a later answer, is not a start out of order",
+      received: [start("res-2", 1), start("res-1", 2, "repeat-res-1")],
+      violations: [],
+    },
+  ])("$case", ({ received, violations }) => {
+    const of = history({ routingOrder: [routed], received, playbacks: [repeat("res-1")] });
+    expect(outOfOrder(of).map((v) => v.detail)).toEqual(violations);
   });
 });

@@ -160,7 +160,7 @@ describe("router: any mismatch or unresolved member rejects the whole event, not
   });
 });
 
-describe("run-resolver: dedupe by (device, serverInstanceId, resultId) with the content hash", () => {
+describe("router claims (device, serverInstanceId, resultId) with the content hash; the run-resolver dedupes on it", () => {
   it("changed text under the same resultId is a protocol error and changes nothing", async () => {
     await push(resultEvent({ resultId: "r-1", members: [["delivery-A", "key-A"]], fullText: "first" }));
     const stored = await t.redis.hgetall(new OsDeviceKeys(t.keys, DEVICE).result("originating-instance|r-1"));
@@ -177,7 +177,7 @@ describe("run-resolver: dedupe by (device, serverInstanceId, resultId) with the 
     expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(1);
     const metrics = await (await fetch(`${services.url}/metrics`)).text();
     expect(metrics).toMatch(
-      /^os_protocol_errors_total\{code="RESULT_CONTENT_CHANGED",service="run-resolver"\} 1$/m,
+      /^os_protocol_errors_total\{code="RESULT_CONTENT_CHANGED",service="router"\} 1$/m,
     );
   });
 

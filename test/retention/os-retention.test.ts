@@ -112,6 +112,29 @@ describe("the OS expiry step", () => {
     expect(next).toBe(now + settings.recheckMs);
   });
 
+  it("removes the router's claim of a result identity with the run claimed for it, stored or not", async () => {
+    const device = new OsDeviceKeys(t.keys, "lamp-retention-claims");
+    const now = Date.now();
+    const old = now - RETENTION_MS - 1_000;
+    await seed(device, "old-resolved", "resolved", old, old + 10);
+    await seed(device, "old-ended-after-claim", "unknown", old);
+    const claimed = {
+      "old-resolved": resultKeyOf("instance", "result-old-resolved"),
+      "old-ended-after-claim": resultKeyOf("instance", "result-never-stored"),
+    };
+    for (const [runId, resultKey] of Object.entries(claimed))
+      await t.redis
+        .multi()
+        .hset(device.run(runId), "routedAs", resultKey)
+        .set(device.resultClaim(resultKey), "content-hash")
+        .exec();
+
+    await expireOsDevice(t.redis, t.keys, device.deviceId, settings, now);
+
+    expect(await existing(Object.values(claimed).map((resultKey) => device.resultClaim(resultKey)))).toBe(0);
+    expect(await t.redis.zrange(device.runs, 0, -1)).toEqual([]);
+  });
+
   it("trims the rejection, protocol-error and held-expired logs by entry age; an emptied log forgets its identities", async () => {
     const device = new OsDeviceKeys(t.keys, "lamp-logs");
     const now = Date.now();

@@ -15,6 +15,7 @@ import {
 } from "./fault-controller.js";
 import { readHistory } from "./history.js";
 import { checkHistory, type CampaignVerdict } from "./invariants.js";
+import { RoutingTap } from "./routing-tap.js";
 import { TrafficGenerator, TrafficProgress, type TrafficFigures } from "./traffic.js";
 
 export interface CampaignOptions extends PlanOptions {
@@ -74,6 +75,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
   let stack: E2EStack | undefined;
   const lamps = new Map<string, ChaosLamp>();
   let faults: FaultController | undefined;
+  let routingTap: RoutingTap | undefined;
   try {
     stack = await E2EStack.start({
       label: "chaos",
@@ -103,6 +105,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
     await Promise.all([...lamps.values()].map((lamp) => lamp.start()));
     options.log("stack and lamps up; traffic and faults start");
 
+    routingTap = new RoutingTap(running.redis, running.keys, options.log);
+    routingTap.start();
     const progress = new TrafficProgress();
     faults = new FaultController(running, redis, lamps, progress, options.log);
     const traffic = new TrafficGenerator(plan, lamps, running.redis, running.keys, progress);
@@ -123,7 +127,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
       deadlines: plan.deadlines,
     });
     options.log(`drained in ${drained.drainedMs} ms (quiet: ${drained.quiet}); checking the history`);
-    const history = await readHistory(running, plan, lamps);
+    const history = await readHistory(running, plan, lamps, await routingTap.stop());
     return {
       plan,
       traffic: trafficRun.value,
@@ -135,6 +139,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignOut
     };
   } finally {
     faults?.stopSupervising();
+    await routingTap?.stop();
     if (stack && options.artifactsDir) keepArtifacts(options.artifactsDir, stack, lamps);
     for (const lamp of lamps.values()) lamp.stop();
     await stack?.stop();

@@ -18,6 +18,7 @@ import { lastAppended } from "../../libs/streams/stream-info.js";
 import type { E2EStack } from "../../test/e2e/stack.js";
 import type { CampaignPlan } from "./campaign-plan.js";
 import type { ChaosLamp, FeedEvent, MalformedFrame, ReceivedPlayback, ReplayRequest } from "./chaos-lamp.js";
+import type { RoutingOrder } from "./routing-tap.js";
 import { scanKeys } from "../../test/helpers/scan-keys.js";
 
 /** One input line an engine read on stdin, reduced to the id we wrote it with. */
@@ -61,6 +62,8 @@ export interface CampaignHistory {
   deadLetters: Array<{ stream: string; entries: number }>;
   engineWrites: EngineWrite[];
   received: ReceivedPlayback[];
+  /** Each device's results in the order the router first routed them (`os.routed`, as the campaign watched it). */
+  routingOrder: RoutingOrder[];
   lampFeeds: LampFeed[];
   updateLogs: UpdateLog[];
   malformedFrames: MalformedFrame[];
@@ -74,6 +77,7 @@ export async function readHistory(
   stack: E2EStack,
   plan: CampaignPlan,
   lamps: Map<string, ChaosLamp>,
+  routingOrder: RoutingOrder[],
 ): Promise<CampaignHistory> {
   const redis = stack.redis;
   const history: CampaignHistory = {
@@ -90,6 +94,7 @@ export async function readHistory(
       engineWrites(agent.agentId, stack.engineInputs(agent.agentId)),
     ),
     received: [...lamps.values()].flatMap((lamp) => lamp.received),
+    routingOrder,
     lampFeeds: [...lamps.values()].map((lamp) => ({
       deviceId: lamp.deviceId,
       feed: [...lamp.feed],

@@ -20,7 +20,8 @@ export type InvariantName =
   | "run.update sent to another device"
   | "run.update out of order or missing"
   | "cancelled run spoken"
-  | "malformed frame to a Lamp";
+  | "malformed frame to a Lamp"
+  | "answer started out of routing order";
 
 export interface UncertainPlayback {
   deviceId: string;
@@ -52,6 +53,7 @@ export interface CampaignFigures extends FeedFigures {
   brokenFeeds: number;
   cancelledSpoken: number;
   malformedFrames: number;
+  answersOutOfOrder: number;
   /** voice.cancel sent, by `<moment>: <answer>` (answer cancelled / not_found / unanswered). */
   cancels: Record<string, number>;
   /** Cancelled runs by the state their `cancelled` run.update reported (pending: the engine may still answer). */
@@ -97,6 +99,7 @@ export function checkHistory(
       invariant: "malformed frame to a Lamp" as const,
       detail: `${deviceId} connection ${connection}: ${error} in ${frame}`,
     })),
+    ...answersOutOfRoutingOrder(history),
   ];
   const count = (name: InvariantName) => violations.filter((v) => v.invariant === name).length;
   const spoken = new Set(history.received.map((p) => `${p.deviceId}|${p.resultId}`));
@@ -127,6 +130,7 @@ export function checkHistory(
       brokenFeeds: count("run.update out of order or missing"),
       cancelledSpoken: count("cancelled run spoken"),
       malformedFrames: count("malformed frame to a Lamp"),
+      answersOutOfOrder: count("answer started out of routing order"),
       ...feedFigures(history),
       cancels: tally(traffic.cancels.map((cancel) => `${cancel.moment}: ${cancel.answer}`)),
       cancelledRunStates: tally([...cancelledStates(history).values()]),
@@ -172,6 +176,34 @@ function duplicateUtterances(history: CampaignHistory): Violation[] {
       });
   }
   return violations;
+}
+
+/**
+ * A device's answers start on its Lamp in the order the router routed their results: taking each result's first
+ * non-repeat playback.start as the Lamp received it, no result starts after one the router routed later. Results
+ * that never started (suppressed, failed unsent) or that the campaign did not see routed are not judged.
+ */
+function answersOutOfRoutingOrder(history: CampaignHistory): Violation[] {
+  return history.routingOrder.flatMap(({ deviceId, resultIds }) => {
+    const place = new Map(resultIds.map((resultId, index) => [resultId, index]));
+    const started = new Set<string>();
+    let latest: { resultId: string; place: number } | undefined;
+    const violations: Violation[] = [];
+    for (const start of history.received) {
+      if (start.deviceId !== deviceId || started.has(start.resultId)) continue;
+      if (kindOf(history, deviceId, start.playbackId) === "repeat") continue;
+      started.add(start.resultId);
+      const routed = place.get(start.resultId);
+      if (routed === undefined) continue;
+      if (latest !== undefined && routed < latest.place)
+        violations.push({
+          invariant: "answer started out of routing order",
+          detail: `${deviceId}: ${start.resultId} (routed #${routed + 1}) started after ${latest.resultId} (routed #${latest.place + 1})`,
+        });
+      if (latest === undefined || routed > latest.place) latest = { resultId: start.resultId, place: routed };
+    }
+    return violations;
+  });
 }
 
 /** A Harness result whose members are OS runs, but which did not resolve them. */

@@ -60,6 +60,7 @@ export function formatReport(outcome: CampaignOutcome): string {
     invariant("run.updates out of order or missing", f.brokenFeeds),
     invariant("cancelled runs spoken", f.cancelledSpoken),
     invariant("malformed frames to a Lamp", f.malformedFrames),
+    invariant("answers out of routing order", f.answersOutOfOrder),
     "",
     `fault schedule (${outcome.faults.length} applied): ${formatCounts(faultKinds(outcome))}`,
     ...outcome.faults.map(

@@ -1,12 +1,15 @@
 -- The Harness refused the input: the run can never get a result, so it leaves the pending index as `unknown`, with
--- the refusal's code as its reason, and the Lamp is told.
--- KEYS[1] = B; ARGV: runId, errorCode, now
+-- the refusal's code as its reason, and the Lamp is told; atomic so a receipt binding meanwhile keeps the run.
+-- KEYS[1] = B; ARGV[1] = {runId, errorCode, now}
+-- Reply: {ended} (false when the run was no longer pending or its receipt had bound)
 --!include emit-run-update.lua
-local runKey = KEYS[1] .. ':run:' .. ARGV[1]
+local base = KEYS[1]
+local args = cjson.decode(ARGV[1])
+local runKey = base .. ':run:' .. args.runId
 if redis.call('HGET', runKey, 'state') ~= 'pending' or redis.call('HEXISTS', runKey, 'deliveryId') == 1 then
-  return 0
+  return cjson.encode({ ended = false })
 end
-redis.call('HSET', runKey, 'state', 'unknown', 'sendError', ARGV[2], 'endReason', ARGV[2])
-redis.call('ZREM', KEYS[1] .. ':runs:pending', ARGV[1])
-emit_run_update(KEYS[1], ARGV[1], 'unknown', ARGV[2], '', ARGV[3])
-return 1
+redis.call('HSET', runKey, 'state', 'unknown', 'sendError', args.errorCode, 'endReason', args.errorCode)
+redis.call('ZREM', base .. ':runs:pending', args.runId)
+emit_run_update(base, args.runId, 'unknown', args.errorCode, '', args.now)
+return cjson.encode({ ended = true })

@@ -1,18 +1,27 @@
--- The runs a claimed result's members name, read in one step: for each (deliveryId, idempotencyKey) pair, the run
--- the delivery index names, else the run the key index names, with the index that found it and the run's fields.
--- KEYS[1] = B; ARGV: deliveryId, idempotencyKey of each member in turn.
--- Returns per member {via ('delivery' | 'key' | '' when neither names a run), the run's fields flat as HGETALL}.
+-- The runs a claimed result's members name, read in one step so the whole result is judged on one moment of the
+-- store: for each (deliveryId, idempotencyKey) pair, the run the delivery index names, else the run the key index
+-- names, with the index that found it and the run's fields.
+-- KEYS[1] = B; ARGV[1] = {members = [{deliveryId, idempotencyKey}]} (at least one)
+-- Reply: {members = [{via? (delivery | key; absent when neither names a run), run? (the run hash, absent when gone)}]}
 local base = KEYS[1]
+local args = cjson.decode(ARGV[1])
 local found = {}
-for index = 1, #ARGV, 2 do
-  local via, runId = 'delivery', redis.call('GET', base .. ':delivery:' .. ARGV[index])
+for index, member in ipairs(args.members) do
+  local via, runId = 'delivery', redis.call('GET', base .. ':delivery:' .. member.deliveryId)
   if not runId then
-    via, runId = 'key', redis.call('GET', base .. ':key:' .. ARGV[index + 1])
+    via, runId = 'key', redis.call('GET', base .. ':key:' .. member.idempotencyKey)
   end
+  local named = {}
   if runId then
-    found[#found + 1] = { via, redis.call('HGETALL', base .. ':run:' .. runId) }
-  else
-    found[#found + 1] = { '', {} }
+    named.via = via
+    local fields = redis.call('HGETALL', base .. ':run:' .. runId)
+    if #fields > 0 then
+      named.run = {}
+      for i = 1, #fields, 2 do named.run[fields[i]] = fields[i + 1] end
+    end
   end
+  -- An empty table would encode as an object, not a list element: `{found = false}` keeps the slot.
+  named.found = runId and true or false
+  found[index] = named
 end
-return found
+return cjson.encode({ members = found })

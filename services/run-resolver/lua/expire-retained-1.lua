@@ -1,17 +1,20 @@
 -- Removes what one device's OS store retains past retention, in one atomic step on its slot (KEYS[1] = B), and
--- says when the device comes due again. Driven by the run-resolver's retention index, never by a keyspace SCAN.
--- ARGV: now, retentionMs, recheckMs (when an old run is still pending), limit (runs looked at per call).
+-- says when the device comes due again: atomic so a run never goes while a result or lookup that names it stays.
+-- Driven by the run-resolver's retention index, never by a keyspace SCAN.
+-- ARGV[1] = {now, retentionMs, recheckMs (when an old run is still pending), limit (runs looked at per call)}
 -- A run goes when it is no longer pending, was created before the cut and its result (if any) was stored before
--- it; with it go its lookups (request, key, delivery), its result, the result's id lookup, outbox entry and the
--- outbox's playbacks. A pending run is never removed. The device's rejection, protocol-error and held-expired logs
--- lose their entries older than the cut (stream ids are epoch ms); a log left empty forgets its identities, so a
--- rejection replayed after retention is recorded again. Speech-order entries routed before the cut go too. The
--- run.update log (ids `0-<updateId>`, each update stamped `at`) loses its updates older than the cut, oldest first;
--- the stream itself stays, even empty, so a Lamp that resumes later still sees update ids increase.
--- Returns {removedRuns, removedResults, removedLogEntries, nextDue}: nextDue 0 = nothing retained is left.
+-- it; with it go its lookups (request, key, delivery), the result it was claimed for (`routedAs`, else the one that
+-- resolved it) with the claim, the result's id lookup, outbox entry and the outbox's playbacks. A pending run is
+-- never removed. The device's rejection, protocol-error and held-expired logs lose their entries older than the cut
+-- (stream ids are epoch ms); a log left empty forgets its identities, so a rejection replayed after retention is
+-- recorded again. The run.update log (ids `0-<updateId>`, each update stamped `at`) loses its updates older than the
+-- cut, oldest first; the stream itself stays, even empty, so a Lamp that resumes later still sees update ids
+-- increase.
+-- Reply: {removedRuns, removedResults, removedLogEntries, nextDue? (absent: nothing retained is left)}
 --!include expire-log-by-age.lua
 local base = KEYS[1]
-local now, retention, recheck, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local args = cjson.decode(ARGV[1])
+local now, retention, recheck, limit = args.now, args.retentionMs, args.recheckMs, args.limit
 local cut = now - retention
 local runs = base .. ':runs'
 local next_due = 0
@@ -32,7 +35,7 @@ local function remove_result(result_key)
   local played = redis.call('HMGET', outbox, 'playbackId', 'noticePlaybackId')
   remove_playback(played[1])
   remove_playback(played[2])
-  redis.call('DEL', outbox)
+  redis.call('DEL', outbox, base .. ':routed:' .. result_key)
   if result_id then
     redis.call('DEL', result, base .. ':result-id:' .. result_id)
     removed_results = removed_results + 1
@@ -51,9 +54,10 @@ for i = 1, #oldest, 2 do
   end
   local run_key = base .. ':run:' .. run_id
   local run = redis.call('HMGET', run_key, 'state', 'resultId', 'requestId', 'idempotencyKey', 'deliveryId',
-    'serverInstanceId')
+    'serverInstanceId', 'routedAs')
   -- A resolved run names its result by resultId; the result's key is `<serverInstanceId>|<resultId>` (os-keys.ts).
   if run[2] then run[2] = run[6] .. '|' .. run[2] end
+  run[2] = run[7] or run[2]
   local stored_at = nil
   if run[2] then stored_at = tonumber(redis.call('HGET', base .. ':result:' .. run[2], 'storedAt')) end
   if run[1] == 'pending' then
@@ -73,10 +77,6 @@ for i = 1, #oldest, 2 do
 end
 -- Removed runs from a full page without reaching a young one: there may be more to do right away.
 if looked == limit and removed_runs > 0 then due_at(now) end
-
--- The speech order only ever holds results the tts-dispatcher missed taking out (a result the run-resolver refused):
--- anything routed before the cut goes (its runs keep the device due until then).
-redis.call('ZREMRANGEBYSCORE', base .. ':speech-order', '-inf', '(' .. cut)
 
 local removed_entries = 0
 for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do
@@ -100,4 +100,6 @@ elseif expired_updates == limit then
   -- A whole page went: there may be more right away.
   due_at(now)
 end
-return {removed_runs, removed_results, removed_entries, next_due}
+local reply = { removedRuns = removed_runs, removedResults = removed_results, removedLogEntries = removed_entries }
+if next_due > 0 then reply.nextDue = next_due end
+return cjson.encode(reply)

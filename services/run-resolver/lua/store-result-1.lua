@@ -1,52 +1,56 @@
--- One atomic step per routed result on the device's slot: dedupe by result identity with the content hash,
--- verify every listed run still matches and is pending, store the one result with its membership, and resolve
--- exactly the listed runs (each gets a run.update). Unlisted runs are not touched.
+-- Stores one routed result and resolves its member runs, in one atomic step on the device's slot: dedupe by
+-- result identity with the canonical content hash, store the one result with its membership, resolve exactly the
+-- listed runs (each gets a run.update). Atomic so a result is never stored without its runs resolved, nor a run
+-- resolved twice. The router validated the members and claimed the identity and each run for this result
+-- (claim-result-1.lua): a result whose identity the router did not claim with this content hash is not stored at
+-- all (`unclaimed`: an entry no router wrote), and a listed run is resolved only while it is pending and claimed for
+-- this result; the others are counted (a run that reached its deadline after the claim keeps the end it got).
+-- Unlisted runs are not touched.
 -- KEYS[1] = B
--- ARGV: resultKey, resultId, serverInstanceId, deviceId, agentId, outcome, fullText, engineTurnId ('' = none),
---       membersJson, contentHash, now, memberCount, then per member: runId, deliveryId, idempotencyKey
+-- ARGV[1] = {resultKey, resultId, serverInstanceId, deviceId, agentId, outcome, fullText, engineTurnId?, membersJson,
+--   contentHash, now, runIds = [runId] (at least one)}
+-- Reply: {outcome = stored, skipped (listed runs not resolved)} | {outcome = stored_not_emitted | already_emitted
+--   | unclaimed} | {outcome = content_changed, storedHash}
 --!include emit-run-update.lua
 local base = KEYS[1]
-local resultKey, resultId, instance, agentId = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local resultHash = base .. ':result:' .. resultKey
+local args = cjson.decode(ARGV[1])
+local resultHash = base .. ':result:' .. args.resultKey
 
 local stored = redis.call('HMGET', resultHash, 'contentHash', 'emittedAt')
 if stored[1] then
-  if stored[1] ~= ARGV[10] then
-    return { 'content_changed', stored[1] }
+  if stored[1] ~= args.contentHash then
+    return cjson.encode({ outcome = 'content_changed', storedHash = stored[1] })
   end
   if stored[2] then
-    return { 'already_emitted', '' }
+    return cjson.encode({ outcome = 'already_emitted' })
   end
-  return { 'stored_not_emitted', '' }
+  return cjson.encode({ outcome = 'stored_not_emitted' })
 end
 
-local count = tonumber(ARGV[12])
-for i = 0, count - 1 do
-  local runId, deliveryId, key = ARGV[13 + i * 3], ARGV[14 + i * 3], ARGV[15 + i * 3]
-  local run = redis.call('HMGET', base .. ':run:' .. runId,
-    'state', 'deliveryId', 'idempotencyKey', 'agentId', 'serverInstanceId')
-  if not run[1] then return { 'member_invalid', 'UNKNOWN_MEMBER', runId } end
-  if run[3] ~= key then return { 'member_invalid', 'KEY_MISMATCH', runId } end
-  if run[2] ~= deliveryId then return { 'member_invalid', 'DELIVERY_MISMATCH', runId } end
-  if run[4] ~= agentId then return { 'member_invalid', 'AGENT_MISMATCH', runId } end
-  if run[5] ~= instance then return { 'member_invalid', 'INSTANCE_MISMATCH', runId } end
-  if run[1] ~= 'pending' then return { 'member_invalid', 'MEMBER_NOT_PENDING', runId } end
+if redis.call('GET', base .. ':routed:' .. args.resultKey) ~= args.contentHash then
+  return cjson.encode({ outcome = 'unclaimed' })
 end
 
-local now = ARGV[11]
-redis.call('HSET', resultHash, 'resultId', resultId, 'serverInstanceId', instance, 'deviceId', ARGV[4],
-  'agentId', agentId, 'outcome', ARGV[6], 'fullText', ARGV[7], 'members', ARGV[9],
-  'contentHash', ARGV[10], 'storedAt', now)
-if ARGV[8] ~= '' then
-  redis.call('HSET', resultHash, 'engineTurnId', ARGV[8])
+local now = args.now
+redis.call('HSET', resultHash, 'resultId', args.resultId, 'serverInstanceId', args.serverInstanceId,
+  'deviceId', args.deviceId, 'agentId', args.agentId, 'outcome', args.outcome, 'fullText', args.fullText,
+  'members', args.membersJson, 'contentHash', args.contentHash, 'storedAt', now)
+if args.engineTurnId then
+  redis.call('HSET', resultHash, 'engineTurnId', args.engineTurnId)
 end
-redis.call('SET', base .. ':result-id:' .. resultId, resultKey)
-for i = 0, count - 1 do
-  local runId = ARGV[13 + i * 3]
-  -- The run names its result by resultId: with its serverInstanceId (checked equal above) that is the resultKey.
-  redis.call('HSET', base .. ':run:' .. runId, 'state', 'resolved', 'outcome', ARGV[6],
-    'resultId', resultId, 'resolvedAt', now)
-  redis.call('ZREM', base .. ':runs:pending', runId)
-  emit_run_update(base, runId, 'resolved', '', '', now)
+redis.call('SET', base .. ':result-id:' .. args.resultId, args.resultKey)
+local skipped = 0
+for _, runId in ipairs(args.runIds) do
+  local runKey = base .. ':run:' .. runId
+  local run = redis.call('HMGET', runKey, 'state', 'routedAs')
+  if run[1] == 'pending' and run[2] == args.resultKey then
+    -- The run names its result by resultId: with its serverInstanceId (the claim's) that is the resultKey.
+    redis.call('HSET', runKey, 'state', 'resolved', 'outcome', args.outcome, 'resultId', args.resultId,
+      'resolvedAt', now)
+    redis.call('ZREM', base .. ':runs:pending', runId)
+    emit_run_update(base, runId, 'resolved', '', '', now)
+  else
+    skipped = skipped + 1
+  end
 end
-return { 'stored', '' }
+return cjson.encode({ outcome = 'stored', skipped = skipped })

@@ -3,21 +3,22 @@ import type { Logger } from "../../../libs/logging/logger.js";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 import type { NextDue } from "../../../libs/retention/retention-index.js";
 import { osRetentionIndex } from "../../../libs/retention/retention-keys.js";
 import { startPeriodicSweep } from "../../../libs/retention/retention-sweeper.js";
 
-/** {removedRuns, removedResults, removedLogEntries, nextDue}; nextDue 0 = the device retains nothing. */
-const expireRetained = LuaScript.fromFile(
-  new URL("../lua/expire-retained-1.lua", import.meta.url),
-  z.tuple([
-    z.number().int().nonnegative(),
-    z.number().int().nonnegative(),
-    z.number().int().nonnegative(),
-    z.number().int().nonnegative(),
-  ]),
-);
+/** What one expiry step removed, and when the device comes due again (absent: it retains nothing). */
+const expiryReply = z.object({
+  removedRuns: z.number().int().nonnegative(),
+  removedResults: z.number().int().nonnegative(),
+  removedLogEntries: z.number().int().nonnegative(),
+  nextDue: z.number().int().positive().optional(),
+});
+const expireRetained = NamedLuaScript.fromFile<
+  { now: number; retentionMs: number; recheckMs: number; limit: number },
+  typeof expiryReply
+>(new URL("../lua/expire-retained-1.lua", import.meta.url), expiryReply);
 
 /** Runs looked at per expiry step (above the per-device bound on pending runs, so a page always moves on). */
 const RUNS_PER_STEP = 256;
@@ -39,12 +40,13 @@ export async function expireOsDevice(
   now = Date.now(),
 ): Promise<NextDue> {
   const base = new OsDeviceKeys(keys, deviceId).base;
-  const [, , , nextDue] = await expireRetained.run(
-    redis,
-    [base],
-    [now, settings.retentionMs, settings.recheckMs, RUNS_PER_STEP],
-  );
-  return nextDue === 0 ? undefined : nextDue;
+  const { nextDue } = await expireRetained.run(redis, [base], {
+    now,
+    retentionMs: settings.retentionMs,
+    recheckMs: settings.recheckMs,
+    limit: RUNS_PER_STEP,
+  });
+  return nextDue;
 }
 
 /** The run-resolver's periodic sweep of `<p>:os:retention-due`: only devices that are due are touched. */
