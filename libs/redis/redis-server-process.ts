@@ -60,6 +60,7 @@ function canListen(port: number): Promise<boolean> {
 export class RedisServerProcess {
   private server: OwnedProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
+  private crashed: (how: string) => void = () => undefined;
 
   private constructor(
     readonly port: number,
@@ -87,6 +88,14 @@ export class RedisServerProcess {
 
   get pid(): number | undefined {
     return this.server?.child.pid;
+  }
+
+  /**
+   * Called when the server exits without being asked to (a crash, a kill from outside), with how it ended; never
+   * for stop(), kill() or restart().
+   */
+  onCrash(listener: (how: string) => void): void {
+    this.crashed = listener;
   }
 
   /** Abrupt death (SIGKILL): what AOF must survive. */
@@ -120,7 +129,13 @@ export class RedisServerProcess {
     this.exited = closeOf(server.child);
     const pid = server.child.pid;
     if (pid === undefined) throw new RedisServerStartError("cannot start redis-server: sh not found");
-    if (await this.waitUntilServing(server.child, pid)) return;
+    if (await this.waitUntilServing(server.child, pid)) {
+      // terminate() forgets the server before it signals it: an exit of the server still ours is a crash.
+      server.child.once("exit", (code, signal) => {
+        if (this.server === server) this.crashed(signal ? `killed by ${signal}` : `exited with code ${code}`);
+      });
+      return;
+    }
     await this.exited;
     throw new RedisServerStartError(
       `redis-server could not start on ${this.address}: ${lastLine(output) ?? "it exited at once"}`,
