@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { z } from "zod";
 import { spawnOwned, type OwnedProcess } from "../service/owned-processes.js";
 
 export interface RedisServerOptions {
@@ -96,6 +97,30 @@ export class RedisServerProcess {
    */
   onCrash(listener: (how: string) => void): void {
     this.crashed = listener;
+  }
+
+  /**
+   * Redis at `maxmemory` (noeviction): the limit set to the memory used now, so every command that would grow it is
+   * refused with OOM until the returned release restores the previous limit.
+   */
+  async squeezeMemory(): Promise<{ release(): Promise<void> }> {
+    const admin = new Redis(this.url, { maxRetriesPerRequest: 1 });
+    admin.on("error", () => undefined);
+    const [, previous = "0"] = z
+      .tuple([z.string(), z.string()])
+      .parse(await admin.config("GET", "maxmemory"));
+    const used = /used_memory:(\d+)/.exec(await admin.info("memory"))?.[1];
+    if (used === undefined) throw new Error(`redis-server on ${this.address} reports no used_memory`);
+    await admin.config("SET", "maxmemory", used);
+    return {
+      async release() {
+        try {
+          await admin.config("SET", "maxmemory", previous);
+        } finally {
+          admin.disconnect();
+        }
+      },
+    };
   }
 
   /** Abrupt death (SIGKILL): what AOF must survive. */

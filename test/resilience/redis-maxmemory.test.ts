@@ -58,11 +58,10 @@ describe("Redis at maxmemory (noeviction)", () => {
     const accepted = await askEveryAgent(lamp, refusals);
     expect(refusals).toEqual([]);
 
-    const used = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))?.[1]);
-    await admin.config("SET", "maxmemory", String(used));
+    const squeeze = await server.squeezeMemory();
     const squeezeEnds = Date.now() + SQUEEZE_MS;
     while (Date.now() < squeezeEnds) accepted.push(...(await askEveryAgent(lamp, refusals)));
-    await admin.config("SET", "maxmemory", "0");
+    await squeeze.release();
     // The squeeze bit: Redis refused writes with OOM meanwhile.
     expect(
       Number(/errorstat_OOM:count=(\d+)/.exec(await admin.info("errorstats"))?.[1] ?? 0),
