@@ -184,6 +184,8 @@ export const harnessEvidenceSchema = z.discriminatedUnion("kind", [
       "EVIDENCE_EVICTED",
       "OVERLAPPING_INPUTS",
       "REQUEST_NOT_RESUMABLE",
+      // A record of the runtime was dead-lettered: what it proved about the open inputs is gone.
+      "EVIDENCE_LOST",
     ]),
   }),
   /** Proven not delivered: the receipt becomes rejected with `code` (default INPUT_REJECTED). */

@@ -32,3 +32,24 @@ export function isRedisUnavailableError(error: unknown): boolean {
 export function isRedisUnavailableMessage(message: string): boolean {
   return CONNECTION_MESSAGES.some((text) => message.includes(text)) || CONNECTION_MESSAGE_CODES.test(message);
 }
+
+/**
+ * Replies with which Redis refuses a command for now, not for what it says: out of memory under noeviction, a
+ * replica or a node mid-failover, a dataset still loading, a busy script. Inside a script or a transaction the code
+ * follows a prefix, hence the looser match.
+ */
+const REFUSED_FOR_NOW = /(^|[\s:-])(OOM|READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|MOVED|BUSY) /;
+
+const transactionShape = z.object({ previousErrors: z.array(z.unknown()) });
+
+/**
+ * True when a command failed because of the state Redis is in (unreachable, or refusing commands for now): an outage
+ * that passes, never something wrong with what was asked. A transaction aborted by such a refusal counts too.
+ */
+export function isTransientRedisError(error: unknown): boolean {
+  if (isRedisUnavailableError(error)) return true;
+  const parsed = errorShape.safeParse(error);
+  if (parsed.success && REFUSED_FOR_NOW.test(parsed.data.message)) return true;
+  const transaction = transactionShape.safeParse(error);
+  return transaction.success && transaction.data.previousErrors.some(isTransientRedisError);
+}

@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { z } from "zod";
 import { spawnOwned, type OwnedProcess } from "../service/owned-processes.js";
 
 export interface RedisServerOptions {
@@ -60,6 +61,7 @@ function canListen(port: number): Promise<boolean> {
 export class RedisServerProcess {
   private server: OwnedProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
+  private crashed: (how: string) => void = () => undefined;
 
   private constructor(
     readonly port: number,
@@ -87,6 +89,38 @@ export class RedisServerProcess {
 
   get pid(): number | undefined {
     return this.server?.child.pid;
+  }
+
+  /**
+   * Called when the server exits without being asked to (a crash, a kill from outside), with how it ended; never
+   * for stop(), kill() or restart().
+   */
+  onCrash(listener: (how: string) => void): void {
+    this.crashed = listener;
+  }
+
+  /**
+   * Redis at `maxmemory` (noeviction): the limit set to the memory used now, so every command that would grow it is
+   * refused with OOM until the returned release restores the previous limit.
+   */
+  async squeezeMemory(): Promise<{ release(): Promise<void> }> {
+    const admin = new Redis(this.url, { maxRetriesPerRequest: 1 });
+    admin.on("error", () => undefined);
+    const [, previous = "0"] = z
+      .tuple([z.string(), z.string()])
+      .parse(await admin.config("GET", "maxmemory"));
+    const used = /used_memory:(\d+)/.exec(await admin.info("memory"))?.[1];
+    if (used === undefined) throw new Error(`redis-server on ${this.address} reports no used_memory`);
+    await admin.config("SET", "maxmemory", used);
+    return {
+      async release() {
+        try {
+          await admin.config("SET", "maxmemory", previous);
+        } finally {
+          admin.disconnect();
+        }
+      },
+    };
   }
 
   /** Abrupt death (SIGKILL): what AOF must survive. */
@@ -120,7 +154,13 @@ export class RedisServerProcess {
     this.exited = closeOf(server.child);
     const pid = server.child.pid;
     if (pid === undefined) throw new RedisServerStartError("cannot start redis-server: sh not found");
-    if (await this.waitUntilServing(server.child, pid)) return;
+    if (await this.waitUntilServing(server.child, pid)) {
+      // terminate() forgets the server before it signals it: an exit of the server still ours is a crash.
+      server.child.once("exit", (code, signal) => {
+        if (this.server === server) this.crashed(signal ? `killed by ${signal}` : `exited with code ${code}`);
+      });
+      return;
+    }
     await this.exited;
     throw new RedisServerStartError(
       `redis-server could not start on ${this.address}: ${lastLine(output) ?? "it exited at once"}`,

@@ -9,7 +9,7 @@ import type { ServiceContext } from "./service-context.js";
 
 export type ServiceConsumerOptions<S extends z.ZodType> = Pick<
   StreamConsumerOptions<S>,
-  "group" | "handle" | "handleBatch" | "ownerOf"
+  "group" | "handle" | "handleBatch" | "ownerOf" | "affects" | "onDeadLetter"
 > & { stream: PartitionedStream & StreamConsumerOptions<S>["stream"] & { reading: StreamReading } };
 
 /** A service's consumers of one stream, one per partition; stopped together. */

@@ -4,24 +4,59 @@ import type { Keyspace } from "../redis/keyspace.js";
 import { fieldValue, type RawEntry } from "./stream-entry.js";
 import { PAYLOAD_FIELD } from "./stream-writer.js";
 
-/** One `<stream>:dlq` entry as StreamConsumer writes it: the original payload, where it came from and why it failed. */
+/**
+ * One `<stream>:dlq` entry as StreamConsumer writes it: the original payload, where it came from, why it failed
+ * (`code`, and `error` the message) and which device or agent it affected (`affects`, when the payload said).
+ * Letters written before `code` and `affects` were kept have neither.
+ */
 export const deadLetterSchema = z.object({
   id: z.string(),
   stream: z.string(),
   group: z.string(),
   originalId: z.string(),
+  code: z.string().optional(),
   error: z.string(),
+  affects: z.string().optional(),
   deliveries: z.coerce.number().int().nonnegative(),
   failedAt: z.string(),
   payload: z.string(),
 });
 export type DeadLetter = z.infer<typeof deadLetterSchema>;
 
-const DEAD_LETTER_FIELDS = ["stream", "group", "originalId", "error", "deliveries", "failedAt"] as const;
+/** What a consumer says about an entry it gives up on. */
+export type DeadLetterDraft = Omit<DeadLetter, "id" | "failedAt">;
+
+const DEAD_LETTER_FIELDS = [
+  "stream",
+  "group",
+  "originalId",
+  "code",
+  "error",
+  "affects",
+  "deliveries",
+  "failedAt",
+] as const;
 
 export function parseDeadLetter([id, fields]: RawEntry): DeadLetter {
   const named = Object.fromEntries(DEAD_LETTER_FIELDS.map((name) => [name, fieldValue(fields, name)]));
   return deadLetterSchema.parse({ id, ...named, payload: fieldValue(fields, PAYLOAD_FIELD) ?? "" });
+}
+
+/** The flat field list of a dead letter; absent fields are left out. */
+export function deadLetterFields(draft: DeadLetterDraft, failedAt: Date): string[] {
+  const letter: Omit<DeadLetter, "id" | "payload"> = { ...draft, failedAt: failedAt.toISOString() };
+  const named = DEAD_LETTER_FIELDS.flatMap((name) =>
+    letter[name] === undefined ? [] : [name, String(letter[name])],
+  );
+  return [PAYLOAD_FIELD, draft.payload, ...named];
+}
+
+/**
+ * Where redriven letters of a stream partition wait: its consumer takes them before anything else it reads, so an
+ * in-order reader handles a redriven entry next instead of behind its backlog. Same slot as the partition.
+ */
+export function redriveKey(keys: Keyspace, streamName: string, partition = 0): string {
+  return `${keys.stream(streamName, partition)}:redrive`;
 }
 
 /** Every partition's dead-letter key of a stream (a stream that is not partitioned only ever fills partition 0). */
@@ -53,10 +88,10 @@ export async function newestDeadLetters(
 }
 
 /**
- * Moves a dead letter back onto its stream as a new entry (its consumer group reads it like any other), then removes
- * it from the dead letters. Append first: a crash in between leaves it in both places, never in neither, and two
- * operators redriving at once append it twice. Both are harmless, since every consumer is idempotent on business
- * identity. The letter goes back to the partition it came from (its dead-letter stream shares that partition's slot).
+ * Moves a dead letter back to its stream partition's redrive queue (its consumer takes it next, ahead of what it
+ * reads from the stream), then removes it from the dead letters. Append first: a crash in between leaves it in both
+ * places, never in neither, and two operators redriving at once append it twice. Both are harmless, since every
+ * consumer is idempotent on business identity. The letter goes back to the partition it came from.
  */
 export async function redriveDeadLetter(
   redis: RedisClient,
@@ -69,10 +104,12 @@ export async function redriveDeadLetter(
     if (!entry) continue;
     const letter = parseDeadLetter(entry);
     const redrivenAs = await redis.xadd(
-      keys.stream(streamName, partition),
+      redriveKey(keys, streamName, partition),
       "*",
       PAYLOAD_FIELD,
       letter.payload,
+      "originalId",
+      letter.originalId,
     );
     await redis.xdel(key, entryId);
     return { redrivenAs: redrivenAs ?? "" };

@@ -10,12 +10,28 @@ import { ensureConsumerGroup, PAYLOAD_FIELD } from "./stream-writer.js";
 import type { Registry } from "prom-client";
 import { sleep } from "../timing/sleep.js";
 import { errorMessage } from "../errors/error-message.js";
-import { isRedisUnavailableError } from "../redis/redis-errors.js";
+import { isTransientRedisError } from "../redis/redis-errors.js";
+import { execPipeline } from "../redis/pipeline.js";
+import { deadLetterFields, redriveKey, type DeadLetterDraft } from "./dead-letters.js";
+import { payloadOwner, type PartitionedStream } from "./stream-partitions.js";
+import type { ChainableCommander } from "ioredis";
 import { capDeadLetters, trimConsumedEntries } from "./stream-trim.js";
 import { groupExists } from "./group-info.js";
 
-/** XAUTOCLAIM … JUSTID: the cursor to go on from ("0-0" when done), the claimed ids, the ids found deleted. */
-const justIdClaimSchema = z.tuple([z.string(), z.array(z.string()), z.array(z.string())]);
+/** One entry as XREADGROUP / XAUTOCLAIM / XRANGE return it; an entry deleted while pending comes back without fields. */
+const replyEntrySchema = z.tuple([z.string(), z.array(z.string()).nullable()]);
+const readReplySchema = z.array(z.tuple([z.string(), z.array(replyEntrySchema)])).nullable();
+/** XAUTOCLAIM: the cursor to go on from ("0-0" when done), the claimed entries (or ids, with JUSTID), and since Redis 7 the ids found deleted. */
+const claimReplySchema = z.tuple([z.string(), z.array(replyEntrySchema)]).rest(z.unknown());
+const justIdClaimSchema = z.tuple([z.string(), z.array(z.string())]).rest(z.unknown());
+/** XPENDING's extended form: id, consumer, idle ms, delivery count. */
+const pendingRangeSchema = z.array(z.tuple([z.string(), z.string(), z.number(), z.number()]));
+
+const presentEntries = (entries: z.infer<typeof replyEntrySchema>[]): RawEntry[] =>
+  entries.flatMap(([id, fields]) => (fields === null ? [] : [[id, fields] satisfies RawEntry]));
+
+/** Outages are waited out with a backoff that doubles from the retry delay up to this. */
+const OUTAGE_BACKOFF_MAX_MS = 2_000;
 
 export interface StreamEntry<T> {
   id: string;
@@ -27,8 +43,23 @@ export interface StreamEntry<T> {
 /** An entry of a read, its payload parsed once. */
 interface ReadEntry<T> {
   id: string;
+  /** `group`: delivered by the consumer group (acked); `redrive`: taken from the redrive queue (deleted once done). */
+  source: "group" | "redrive";
   raw: string | undefined;
   parsed: ParsedPayload<T>;
+  deliveries: number;
+}
+
+/** An entry whose payload parsed and that has not been read too often: the handler's to try. */
+interface ReadyEntry<T> {
+  read: ReadEntry<T>;
+  entry: StreamEntry<T>;
+}
+
+/** Why an entry is given up on: a code an operator can filter by, and the message. */
+export interface EntryFailure {
+  code: string;
+  message: string;
 }
 
 export interface StreamConsumerSettings {
@@ -45,7 +76,7 @@ export interface StreamConsumerSettings {
 export interface StreamConsumerOptions<S extends z.ZodType> {
   connections: RedisConnections;
   keys: Keyspace;
-  stream: { name: string; schema: S };
+  stream: PartitionedStream & { schema: S };
   /** Which partition of the stream this consumer reads (0, the only one, when the stream is not partitioned). */
   partition?: number;
   group: string;
@@ -73,19 +104,29 @@ export interface StreamConsumerOptions<S extends z.ZodType> {
    * (without counting a delivery) and is handled first. For a sole reader that just got the partition's lease.
    */
   takeOver?: boolean;
+  /** Optional: what a dead letter names as affected (default: the payload's device or agent, when it has one). */
+  affects?: (payload: z.infer<S>) => string;
+  /**
+   * Optional: settles what an entry leaves open when it is given up on (its payload parsed), before the dead letter
+   * is written; it may run again for the same entry after a crash, so it must be idempotent.
+   */
+  onDeadLetter?: (entry: StreamEntry<z.infer<S>>, failure: EntryFailure) => Promise<void>;
 }
 
 /**
- * A consumer-group reader with at-least-once delivery: own pending entries first, then new ones; ack only after
- * the handler succeeded; stale entries of dead consumers reclaimed with XAUTOCLAIM; poison and repeatedly failing
- * entries moved to `<stream>:dlq` with their error. Handlers are keyed on business identity, so redelivery is safe.
+ * A consumer-group reader with at-least-once delivery: redriven entries first, then its own pending, then new ones;
+ * ack only after the handler succeeded; stale entries of dead consumers reclaimed with XAUTOCLAIM; poison and
+ * repeatedly failing entries moved to `<stream>:dlq` with their error. A failing entry is retried where it is, so
+ * its owner's later entries wait behind it and order holds; a Redis outage is waited out and never counts as a
+ * failure. Handlers are keyed on business identity, so redelivery is safe.
  */
 export class StreamConsumer<S extends z.ZodType> {
   private readonly streamKey: string;
   private readonly deadLetterKey: string;
+  private readonly redriveKey: string;
   private readonly reader: RedisClient;
   private readonly metrics: StreamMetrics;
-  private readonly lastErrors = new Map<string, string>();
+  private readonly labels: { stream: string; group: string };
   private stopping = false;
   private readonly stopped: Promise<void>;
   private signalStopped: () => void = () => undefined;
@@ -98,8 +139,10 @@ export class StreamConsumer<S extends z.ZodType> {
     const partition = options.partition ?? 0;
     this.streamKey = options.keys.stream(options.stream.name, partition);
     this.deadLetterKey = options.keys.deadLetter(options.stream.name, partition);
+    this.redriveKey = redriveKey(options.keys, options.stream.name, partition);
     this.reader = options.connections.blocking(`${options.stream.name}:${partition}/${options.group}`);
     this.metrics = StreamMetrics.of(options.metrics);
+    this.labels = { stream: options.stream.name, group: options.group };
     this.stopped = new Promise((resolve) => (this.signalStopped = resolve));
     this.metrics.watch({
       redis: options.connections.command,
@@ -165,29 +208,26 @@ export class StreamConsumer<S extends z.ZodType> {
       try {
         if (Date.now() >= this.nextClaimAt) await this.reclaimStale();
         if (Date.now() >= this.nextTrimAt) await this.trim();
+        await this.takeRedriven();
         const reading: string = pendingCursor ?? ">";
         const entries = await this.read(reading);
         if (pendingCursor !== undefined && entries.length === 0) {
           pendingCursor = undefined;
           continue;
         }
-        const failures = await this.handleRead(entries, reading !== ">");
+        await this.handleRead(entries, "group", reading !== ">");
         if (pendingCursor !== undefined) pendingCursor = entries.at(-1)?.[0];
-        if (failures > 0) {
-          pendingCursor = "0";
-          await sleep(this.options.settings.retryDelayMs);
-        }
       } catch (error) {
         if (this.stopping) break;
         // Redis being away is logged once by the connections; the loop just waits for it without a line per turn.
-        if (isRedisUnavailableError(error) || !this.options.connections.available)
+        if (isTransientRedisError(error) || !this.options.connections.available)
           await Promise.race([this.options.connections.untilAvailable(), this.stopped]);
         else
           this.options.log.error(
             { err: errorMessage(error), consumer: this.name },
             "stream read failed; retrying",
           );
-        await sleep(Math.max(this.options.settings.retryDelayMs, 200));
+        await this.pause(Math.max(this.options.settings.retryDelayMs, 200));
         pendingCursor = "0";
       }
     }
@@ -196,7 +236,7 @@ export class StreamConsumer<S extends z.ZodType> {
   private async read(cursor: string): Promise<RawEntry[]> {
     const { group, consumer, settings } = this.options;
     const block = cursor === ">" ? ["BLOCK", settings.blockMs] : [];
-    const reply = (await this.reader.call(
+    const reply = await this.reader.call(
       "XREADGROUP",
       "GROUP",
       group,
@@ -207,8 +247,21 @@ export class StreamConsumer<S extends z.ZodType> {
       "STREAMS",
       this.streamKey,
       cursor,
-    )) as [string, RawEntry[]][] | null;
-    return (reply?.[0]?.[1] ?? []).filter((entry) => entry[1] !== null);
+    );
+    return presentEntries(readReplySchema.parse(reply)?.[0]?.[1] ?? []);
+  }
+
+  /** Redriven entries wait in their own queue, so they are handled before the stream's backlog. */
+  private async takeRedriven(): Promise<void> {
+    const reply = await this.options.connections.command.xrange(
+      this.redriveKey,
+      "-",
+      "+",
+      "COUNT",
+      this.options.settings.batchSize,
+    );
+    const entries = presentEntries(z.array(replyEntrySchema).parse(reply));
+    if (entries.length > 0) await this.handleRead(entries, "redrive", false);
   }
 
   /** Bounded state: what every group is past goes, and about the newest `deadLetterMaxLength` dead letters stay. */
@@ -225,7 +278,7 @@ export class StreamConsumer<S extends z.ZodType> {
   private async reclaimStale(): Promise<void> {
     const { group, consumer, settings } = this.options;
     this.nextClaimAt = Date.now() + Math.max(settings.claimMinIdleMs / 2, 100);
-    const reply = (await this.options.connections.command.call(
+    const reply = await this.options.connections.command.call(
       "XAUTOCLAIM",
       this.streamKey,
       group,
@@ -234,178 +287,283 @@ export class StreamConsumer<S extends z.ZodType> {
       "0",
       "COUNT",
       settings.batchSize,
-    )) as [string, RawEntry[], string[]];
-    const claimed = (reply[1] ?? []).filter((entry) => entry[1] !== null);
+    );
+    const claimed = presentEntries(claimReplySchema.parse(reply)[1]);
     if (claimed.length > 0) {
       this.options.log.info({ consumer: this.name, count: claimed.length }, "reclaimed stale entries");
-      await this.handleRead(claimed, true);
+      await this.handleRead(claimed, "group", true);
     }
   }
 
-  private async handleRead(entries: RawEntry[], redelivered: boolean): Promise<number> {
+  private async handleRead(
+    entries: RawEntry[],
+    source: ReadEntry<unknown>["source"],
+    redelivered: boolean,
+  ): Promise<void> {
     const deliveries = redelivered ? await this.deliveryCounts(entries) : new Map<string, number>();
+    const read = entries.map(([id, fields]) => this.parseEntry(id, fields, source, deliveries.get(id) ?? 1));
+    const ready = await this.setAsideUnfit(read);
     const individually = this.options.handleBatch
-      ? await this.handleAsBatch(this.options.handleBatch, entries, deliveries)
-      : entries;
-    let failures = 0;
-    const handled: string[] = [];
-    const read = individually.map(([id, fields]) => this.parseEntry(id, fields));
+      ? await this.handleAsBatch(this.options.handleBatch, ready)
+      : ready;
+    const handled: ReadEntry<z.infer<S>>[] = [];
+    const leftOwners = new Set<string>();
     await handleInOwnerOrder(
-      read,
+      individually,
       (entry) => this.ownerKey(entry),
       async (entry) => {
-        const outcome = await this.handleEntry(entry, deliveries.get(entry.id) ?? 1);
-        if (outcome === "failed") failures += 1;
-        if (outcome === "handled") handled.push(entry.id);
+        // An owner's entry left pending (we are stopping) holds back the owner's later ones: order is kept.
+        if (leftOwners.has(this.ownerKey(entry))) return;
+        const outcome = await this.handleEntry(entry);
+        if (outcome === "handled") handled.push(entry.read);
+        if (outcome === "left") leftOwners.add(this.ownerKey(entry));
       },
     );
-    // One XACK for every entry of the read that was handled (each one's effects are durable by now).
-    if (handled.length > 0) {
-      await this.options.connections.command.xack(this.streamKey, this.options.group, ...handled);
-      for (const id of handled) this.lastErrors.delete(id);
-      this.metrics.processed.inc(
-        { stream: this.options.stream.name, group: this.options.group },
-        handled.length,
-      );
+    await this.acknowledge(handled);
+  }
+
+  /** The one check before handling: poison and over-delivered entries are dead-lettered, the rest returned. */
+  private async setAsideUnfit(read: ReadEntry<z.infer<S>>[]): Promise<ReadyEntry<z.infer<S>>[]> {
+    const ready: ReadyEntry<z.infer<S>>[] = [];
+    for (const entry of read) {
+      const { parsed, deliveries } = entry;
+      if (!parsed.ok) {
+        const message = `INVALID_PAYLOAD: ${parsed.error}`;
+        await this.deadLetter(entry, undefined, { code: "INVALID_PAYLOAD", message }, deliveries);
+        continue;
+      }
+      const handlerEntry = { id: entry.id, payload: parsed.value, deliveries };
+      // Only crashes and reclaims raise the delivery count: failures are retried in place, outages not counted.
+      if (deliveries > this.options.settings.maxDeliveries) {
+        const message = `MAX_DELIVERIES: read ${deliveries} times by consumers that never finished it`;
+        await this.deadLetter(entry, handlerEntry, { code: "MAX_DELIVERIES", message }, deliveries);
+        continue;
+      }
+      ready.push({ read: entry, entry: handlerEntry });
     }
-    return failures;
+    return ready;
   }
 
   /** Returns the entries still to be handled one by one: those the batch handler left undone, or all on failure. */
   private async handleAsBatch(
     handleBatch: NonNullable<StreamConsumerOptions<S>["handleBatch"]>,
-    entries: RawEntry[],
-    deliveries: Map<string, number>,
-  ): Promise<RawEntry[]> {
-    const ready: { raw: RawEntry; entry: StreamEntry<z.infer<S>> }[] = [];
-    for (const raw of entries) {
-      const [id, fields] = raw;
-      const count = deliveries.get(id) ?? 1;
-      const payload = fieldValue(fields, PAYLOAD_FIELD);
-      const parsed = parsePayload(this.options.stream.schema, payload);
-      if (!parsed.ok) await this.deadLetter(id, payload, `INVALID_PAYLOAD: ${parsed.error}`, count);
-      else if (count > this.options.settings.maxDeliveries)
-        await this.deadLetter(id, payload, this.lastErrors.get(id) ?? "MAX_DELIVERIES: exceeded", count);
-      else ready.push({ raw, entry: { id, payload: parsed.value, deliveries: count } });
-    }
+    ready: ReadyEntry<z.infer<S>>[],
+  ): Promise<ReadyEntry<z.infer<S>>[]> {
     if (ready.length === 0) return [];
-    const labels = { stream: this.options.stream.name, group: this.options.group };
-    const stopTimer = this.metrics.duration.startTimer(labels);
+    const stopTimer = this.metrics.duration.startTimer(this.labels);
+    let undone: Set<string>;
     try {
-      const undone = new Set((await handleBatch(ready.map(({ entry }) => entry))).map(({ id }) => id));
-      const done = ready.filter(({ entry }) => !undone.has(entry.id)).map(({ entry }) => entry.id);
-      if (done.length > 0)
-        await this.options.connections.command.xack(this.streamKey, this.options.group, ...done);
-      for (const id of done) this.lastErrors.delete(id);
-      this.metrics.processed.inc(labels, done.length);
-      return ready.filter(({ entry }) => undone.has(entry.id)).map(({ raw }) => raw);
+      const left = await this.untilRedisAnswers(
+        ready.map(({ read }) => read),
+        () => handleBatch(ready.map(({ entry }) => entry)),
+      );
+      undone = new Set(left.map(({ id }) => id));
     } catch (error) {
+      if (this.stopping) return [];
       this.options.log.warn(
         { consumer: this.name, count: ready.length, err: errorMessage(error) },
         "stream batch handler failed; handling its entries one by one",
       );
-      return ready.map(({ raw }) => raw);
+      return ready;
     } finally {
       stopTimer();
     }
+    await this.acknowledge(ready.filter(({ entry }) => !undone.has(entry.id)).map(({ read }) => read));
+    return ready.filter(({ entry }) => undone.has(entry.id));
   }
 
-  /** Without `ownerOf` every entry has the same owner; one that does not parse is its own (it is dead-lettered). */
-  private ownerKey({ id, parsed }: ReadEntry<z.infer<S>>): string {
-    const { ownerOf } = this.options;
-    if (!ownerOf) return "";
-    return parsed.ok ? ownerOf(parsed.value) : id;
+  /** Without `ownerOf` every entry has the same owner. */
+  private ownerKey({ entry }: ReadyEntry<z.infer<S>>): string {
+    return this.options.ownerOf?.(entry.payload) ?? "";
   }
 
-  private parseEntry(id: string, fields: string[]): ReadEntry<z.infer<S>> {
+  private parseEntry(
+    id: string,
+    fields: string[],
+    source: ReadEntry<unknown>["source"],
+    deliveries: number,
+  ): ReadEntry<z.infer<S>> {
     const raw = fieldValue(fields, PAYLOAD_FIELD);
-    return { id, raw, parsed: parsePayload(this.options.stream.schema, raw) };
+    return { id, source, raw, parsed: parsePayload(this.options.stream.schema, raw), deliveries };
   }
 
   /**
-   * `handled`: its effects are durable and it is the caller's to ack; `settled`: dead-lettered (acked with it);
-   * `failed`: left pending for a retry.
+   * Tries the handler up to `maxDeliveries` times, `retryDelayMs` apart, then dead-letters the entry. `handled`: its
+   * effects are durable and it is the caller's to ack; `settled`: dead-lettered (acked with it); `left`: pending,
+   * because the consumer stops.
    */
-  private async handleEntry(
-    { id, raw, parsed }: ReadEntry<z.infer<S>>,
-    deliveries: number,
-  ): Promise<"handled" | "settled" | "failed"> {
-    const labels = { stream: this.options.stream.name, group: this.options.group };
-    if (!parsed.ok) {
-      await this.deadLetter(id, raw, `INVALID_PAYLOAD: ${parsed.error}`, deliveries);
-      return "settled";
-    }
-    if (deliveries > this.options.settings.maxDeliveries) {
-      await this.deadLetter(id, raw, this.lastErrors.get(id) ?? "MAX_DELIVERIES: exceeded", deliveries);
-      return "settled";
-    }
-    const stopTimer = this.metrics.duration.startTimer(labels);
-    try {
-      await this.options.handle({ id, payload: parsed.value, deliveries });
-      return "handled";
-    } catch (error) {
-      const message = errorMessage(error);
-      this.metrics.failed.inc(labels);
-      this.lastErrors.set(id, message);
-      if (!isRedisUnavailableError(error))
-        this.options.log.warn({ consumer: this.name, id, deliveries, err: message }, "stream handler failed");
-      if (deliveries >= this.options.settings.maxDeliveries) {
-        await this.deadLetter(id, raw, message, deliveries);
-        return "settled";
+  private async handleEntry(ready: ReadyEntry<z.infer<S>>): Promise<"handled" | "settled" | "left"> {
+    const { read, entry } = ready;
+    const { maxDeliveries, retryDelayMs } = this.options.settings;
+    let failure: EntryFailure = { code: "HANDLER_FAILED", message: "never tried" };
+    for (let attempt = 1; attempt <= maxDeliveries; attempt += 1) {
+      if (attempt > 1) await this.pause(retryDelayMs);
+      if (this.stopping && attempt > 1) return "left";
+      const stopTimer = this.metrics.duration.startTimer(this.labels);
+      try {
+        await this.untilRedisAnswers([read], () => this.options.handle(entry), attempt > 1);
+        return "handled";
+      } catch (error) {
+        if (this.stopping && isTransientRedisError(error)) return "left";
+        failure = failureOf(error);
+        this.metrics.failed.inc(this.labels);
+        this.options.log.warn(
+          { consumer: this.name, id: read.id, attempt, err: failure.message },
+          "stream handler failed",
+        );
+      } finally {
+        stopTimer();
       }
-      return "failed";
-    } finally {
-      stopTimer();
+    }
+    await this.deadLetter(read, entry, failure, maxDeliveries);
+    return "settled";
+  }
+
+  /**
+   * Runs a Redis step until Redis answers it: an outage (Redis unreachable or refusing commands for now) is waited
+   * out with backoff while the entries in hand stay claimed by this consumer, and never counts as a failure. Any
+   * other failure is rethrown, and an outage too once the consumer stops.
+   */
+  private async untilRedisAnswers<T>(
+    held: ReadEntry<z.infer<S>>[],
+    step: () => Promise<T>,
+    retrying = false,
+  ): Promise<T> {
+    for (let outage = 0; ; outage += 1) {
+      try {
+        if (retrying || outage > 0) await this.keepHolding(held);
+        return await step();
+      } catch (error) {
+        if (this.stopping || !isTransientRedisError(error)) throw error;
+        this.metrics.outageRetries.inc(this.labels);
+        if (outage === 0 && this.options.connections.available)
+          this.options.log.warn(
+            { consumer: this.name, ids: held.map(({ id }) => id), err: errorMessage(error) },
+            "redis refused a consumer step; retrying until it answers",
+          );
+        if (!this.options.connections.available)
+          await Promise.race([this.options.connections.untilAvailable(), this.stopped]);
+        await this.pause(Math.min(this.options.settings.retryDelayMs * 2 ** outage, OUTAGE_BACKOFF_MAX_MS));
+      }
     }
   }
 
+  /**
+   * Claims the entries in hand again without counting a delivery (JUSTID): their idle time restarts, so another
+   * consumer's XAUTOCLAIM does not take, and count, an entry this one is still retrying.
+   */
+  private async keepHolding(held: ReadEntry<z.infer<S>>[]): Promise<void> {
+    const ids = held.filter(({ source }) => source === "group").map(({ id }) => id);
+    if (ids.length === 0) return;
+    const { group, consumer } = this.options;
+    await this.options.connections.command.call(
+      "XCLAIM",
+      this.streamKey,
+      group,
+      consumer,
+      0,
+      ...ids,
+      "JUSTID",
+    );
+  }
+
+  /** The one place entries are done with: group entries acked, redriven ones removed from the redrive queue. */
+  private async acknowledge(entries: ReadEntry<z.infer<S>>[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.untilRedisAnswers([], () =>
+      execPipeline(this.settle(entries, this.options.connections.command.pipeline())),
+    );
+    this.metrics.processed.inc(this.labels, entries.length);
+  }
+
+  /** Adds what removes the entries from where they were read to `batch`. */
+  private settle<B extends ChainableCommander>(entries: ReadEntry<z.infer<S>>[], batch: B): B {
+    const from = (source: ReadEntry<unknown>["source"]) =>
+      entries.filter((entry) => entry.source === source).map(({ id }) => id);
+    const acked = from("group");
+    const redriven = from("redrive");
+    if (acked.length > 0) batch.xack(this.streamKey, this.options.group, ...acked);
+    if (redriven.length > 0) batch.xdel(this.redriveKey, ...redriven);
+    return batch;
+  }
+
   private async deadLetter(
-    id: string,
-    raw: string | undefined,
-    error: string,
+    read: ReadEntry<z.infer<S>>,
+    entry: StreamEntry<z.infer<S>> | undefined,
+    failure: EntryFailure,
     deliveries: number,
   ): Promise<void> {
     const { group, stream } = this.options;
-    await this.options.connections.command
-      .multi()
-      .xadd(
-        this.deadLetterKey,
-        "*",
-        PAYLOAD_FIELD,
-        raw ?? "",
-        "originalId",
-        id,
-        "stream",
-        stream.name,
-        "group",
-        group,
-        "error",
-        error.slice(0, 2_000),
-        "deliveries",
-        String(deliveries),
-        "failedAt",
-        new Date().toISOString(),
-      )
-      .xack(this.streamKey, group, id)
-      .exec();
-    this.lastErrors.delete(id);
-    this.metrics.deadLettered.inc({ stream: stream.name, group });
-    this.options.log.error({ consumer: this.name, id, error }, "stream entry dead-lettered");
+    const settled = entry === undefined ? failure : await this.settleLost(read, entry, failure);
+    const affects = entry === undefined ? undefined : this.affectedBy(entry.payload);
+    const draft: DeadLetterDraft = {
+      stream: stream.name,
+      group,
+      originalId: read.id,
+      code: settled.code,
+      error: settled.message.slice(0, 2_000),
+      ...(affects === undefined ? {} : { affects }),
+      deliveries,
+      payload: read.raw ?? "",
+    };
+    await this.untilRedisAnswers([read], () => {
+      const letter = this.options.connections.command
+        .multi()
+        .xadd(this.deadLetterKey, "*", ...deadLetterFields(draft, new Date()));
+      return execPipeline(this.settle([read], letter));
+    });
+    this.metrics.deadLettered.inc(this.labels);
+    this.options.log.error(
+      { consumer: this.name, id: read.id, code: settled.code, affects, error: settled.message },
+      "stream entry dead-lettered",
+    );
+  }
+
+  /** Runs `onDeadLetter`; when it fails, the letter still goes and says so. */
+  private async settleLost(
+    read: ReadEntry<z.infer<S>>,
+    entry: StreamEntry<z.infer<S>>,
+    failure: EntryFailure,
+  ): Promise<EntryFailure> {
+    const { onDeadLetter } = this.options;
+    if (!onDeadLetter) return failure;
+    try {
+      await this.untilRedisAnswers([read], () => onDeadLetter(entry, failure));
+      return failure;
+    } catch (error) {
+      this.metrics.failed.inc(this.labels);
+      return { ...failure, message: `${failure.message}; settling it failed: ${errorMessage(error)}` };
+    }
+  }
+
+  private affectedBy(payload: z.infer<S>): string | undefined {
+    return this.options.affects?.(payload) ?? payloadOwner(this.options.stream, payload);
   }
 
   private async deliveryCounts(entries: RawEntry[]): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
-    if (entries.length === 0) return counts;
-    const first = entries[0]?.[0] as string;
-    const last = entries.at(-1)?.[0] as string;
-    const pending = (await this.options.connections.command.xpending(
+    const [first] = entries;
+    const last = entries.at(-1);
+    if (first === undefined || last === undefined) return counts;
+    const reply = await this.options.connections.command.xpending(
       this.streamKey,
       this.options.group,
-      first,
-      last,
+      first[0],
+      last[0],
       entries.length * 2,
-    )) as [string, string, number, number][];
-    for (const [id, , , count] of pending) counts.set(id, Number(count));
+    );
+    for (const [id, , , count] of pendingRangeSchema.parse(reply)) counts.set(id, count);
     return counts;
   }
+
+  /** Waits `ms`, or less when the consumer stops meanwhile. */
+  private pause(ms: number): Promise<void> {
+    return Promise.race([sleep(ms), this.stopped]);
+  }
+}
+
+/** The failure's own code when it carries one (`RECORD_OUT_OF_ORDER`), else HANDLER_FAILED. */
+function failureOf(error: unknown): EntryFailure {
+  const coded = z.object({ code: z.string() }).safeParse(error);
+  return { code: coded.success ? coded.data.code : "HANDLER_FAILED", message: errorMessage(error) };
 }

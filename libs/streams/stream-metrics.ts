@@ -18,6 +18,7 @@ export class StreamMetrics {
   readonly processed: Counter<"stream" | "group">;
   readonly failed: Counter<"stream" | "group">;
   readonly deadLettered: Counter<"stream" | "group">;
+  readonly outageRetries: Counter<"stream" | "group">;
   readonly duration: Histogram<"stream" | "group">;
   private readonly watched = new Map<string, WatchedGroup>();
 
@@ -31,13 +32,19 @@ export class StreamMetrics {
     });
     this.failed = new Counter({
       name: "stream_entries_failed_total",
-      help: "Stream entry deliveries whose handler threw (the entry stays pending for retry).",
+      help: "Stream entry handler attempts that threw for a reason other than a Redis outage (retried, then dead-lettered).",
       labelNames,
       registers: [registry],
     });
     this.deadLettered = new Counter({
       name: "stream_entries_dead_lettered_total",
       help: "Stream entries moved to the dead-letter stream.",
+      labelNames,
+      registers: [registry],
+    });
+    this.outageRetries = new Counter({
+      name: "stream_outage_retries_total",
+      help: "Redis steps of a consumer (handler, ack, dead letter) retried because Redis was unreachable or refusing commands for now; never counted toward dead-lettering.",
       labelNames,
       registers: [registry],
     });
@@ -101,7 +108,8 @@ export class StreamMetrics {
   watch(group: WatchedGroup): void {
     this.watched.set(`${group.streamKey}|${group.group}`, group);
     const labels = labelsOf(group);
-    for (const counter of [this.processed, this.failed, this.deadLettered]) counter.inc(labels, 0);
+    for (const counter of [this.processed, this.failed, this.deadLettered, this.outageRetries])
+      counter.inc(labels, 0);
     this.duration.zero(labels);
   }
 }

@@ -13,6 +13,13 @@ const OWNER_OF = {
   agentId: z.object({ agentId: z.string().min(1) }).transform(({ agentId }) => agentId),
 } as const;
 
+/** Who a payload belongs to (`deviceId d-1`, `agentId a-1`), when the stream is partitioned and the payload says. */
+export function payloadOwner(stream: PartitionedStream, payload: unknown): string | undefined {
+  if (stream.partitionBy === undefined) return undefined;
+  const owner = OWNER_OF[stream.partitionBy].safeParse(payload);
+  return owner.success ? `${stream.partitionBy} ${owner.data}` : undefined;
+}
+
 /** Every partition of the stream: 0..STREAM_PARTITIONS-1 when it is partitioned, else 0 alone. */
 export function streamPartitions(stream: PartitionedStream, keys: Keyspace): number[] {
   const count = stream.partitionBy === undefined ? 1 : keys.partitions;

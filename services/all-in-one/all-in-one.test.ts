@@ -135,4 +135,24 @@ describe("npm start (all-in-one)", () => {
     expect(left).toEqual([]);
     expect(stackProcesses(dataDir)).not.toContain(redisPid);
   }, 180_000);
+
+  it("restarts its redis-server with its data within 5 s after a kill -9, says so in one line, and answers again", async () => {
+    const { child, port, dataDir } = await startStack("node");
+    const base = `http://127.0.0.1:${port}`;
+    const readyz = async () => (await fetch(`${base}/readyz`)).status;
+    await waitFor(readyz, (status) => status === 200, { timeoutMs: 20_000, intervalMs: 200 });
+    const killed = redisPidOf(dataDir);
+    process.kill(killed, "SIGKILL");
+    await child.waitForOutput("restarted it at", 5_000);
+    expect(redisPidOf(dataDir)).not.toBe(killed);
+    expect(await waitFor(readyz, (status) => status === 200, { timeoutMs: 15_000, intervalMs: 200 })).toBe(
+      200,
+    );
+    expect(child.log.split("\n").filter((line) => line.includes("all-in-one: redis-server"))).toHaveLength(1);
+    // Answered by the service (no token: 401), not refused for want of Redis (503).
+    expect((await fetch(`${base}/v1/runs/r1`)).status).toBe(401);
+
+    expect((await stopWithin(() => child.kill("SIGTERM"))).code).toBe(0);
+    expect(stackProcesses(dataDir)).toEqual([]);
+  }, 180_000);
 });

@@ -39,6 +39,12 @@ export const evidenceExtractorService = defineService({
         for (const record of entry.payload.records) await processor.process(record);
       },
       handleBatch: (entries) => batch.processEntries(entries),
+      affects: ({ agentId, records }) => `runtime ${records.at(0)?.runtimeId} of agent ${agentId}`,
+      // A lost entry must not hold its runtime back: the runtime goes on after its last record.
+      onDeadLetter: async ({ payload }) => {
+        const last = payload.records.at(-1);
+        if (last) await processor.abandon(last);
+      },
     });
     return { stop: () => consumer.stop() };
   },

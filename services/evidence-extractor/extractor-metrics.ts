@@ -10,7 +10,7 @@ export interface ExtractorMetrics {
   bindingConflicts: Counter;
 }
 
-const RECORD_STATUSES = ["applied", "redelivered", "out_of_order", "superseded_race"] as const;
+const RECORD_STATUSES = ["applied", "redelivered", "out_of_order", "superseded_race", "lost"] as const;
 
 /** Built once per registry; records by engine × status and evidence by kind start at 0. */
 export const extractorMetrics = perRegistry((registry): ExtractorMetrics => {
@@ -25,7 +25,7 @@ export const extractorMetrics = perRegistry((registry): ExtractorMetrics => {
 const extractorSeries = (registry: Registry): ExtractorMetrics => ({
   records: new Counter({
     name: "evidence_extractor_records_total",
-    help: "engine.records handled, by engine and status (applied, redelivered, out_of_order, superseded_race).",
+    help: "engine.records handled, by engine and status (applied, redelivered, out_of_order, superseded_race, lost: dead-lettered and passed over).",
     labelNames: ["engine", "status"],
     registers: [registry],
   }),

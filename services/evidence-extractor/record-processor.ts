@@ -49,6 +49,30 @@ export class RecordProcessor {
     for (const [reason, count] of step.ignored) metrics.ignored.inc({ engine: record.engine, reason }, count);
   }
 
+  /**
+   * A record that was given up on (dead-lettered): its runtime carries on after it, and the inputs open for the
+   * runtime end `unknown` / EVIDENCE_LOST, since what the record proved about them is gone. A record past a gap takes
+   * the records before it with it (they were not applied in time); one already applied changes nothing. Idempotent:
+   * evidence ids come from the record, and the CAS on the applied seq lets one writer through.
+   */
+  async abandon(record: EngineRecord): Promise<void> {
+    const { store, metrics } = this.options;
+    for (;;) {
+      const loaded = await store.load(record.agentId, record.runtimeId);
+      if (record.seq <= loaded.seq) return;
+      const state = loaded.state ?? initialState(record);
+      const step = new StepOutput(record);
+      step.missing(state, state.inputs, "EVIDENCE_LOST");
+      state.appliedSeq = record.seq;
+      await store.emit(step.evidence);
+      if (await store.advance(state, loaded.seq)) {
+        metrics.records.inc({ engine: record.engine, status: "lost" });
+        for (const entry of step.evidence) metrics.evidence.inc({ kind: entry.kind });
+        return;
+      }
+    }
+  }
+
   /** Resolves with the runtime's state when this record is next, null when it was applied already. */
   private async awaitTurn(record: EngineRecord): Promise<LoadedRuntime | null> {
     const deadline = Date.now() + this.options.orderWaitMs;

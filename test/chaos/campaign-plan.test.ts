@@ -47,7 +47,16 @@ describe("campaign plan", () => {
     const plan = planCampaign(options);
     expect(plan.faults).toHaveLength(12 + 2);
     expect(new Set(plan.faults.map((f) => f.action.kind))).toEqual(
-      new Set(["kill-service", "restart-redis", "lamp-drop", "lamp-ack-late", "lamp-no-ack", "lamp-outage"]),
+      new Set([
+        "kill-service",
+        "pause-service",
+        "restart-redis",
+        "squeeze-redis",
+        "lamp-drop",
+        "lamp-ack-late",
+        "lamp-no-ack",
+        "lamp-outage",
+      ]),
     );
     const order = plan.faults.map((f) => f.afterTurn * 10_000 + f.delayMs);
     expect(order).toEqual([...order].sort((a, b) => a - b));

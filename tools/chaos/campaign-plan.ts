@@ -104,6 +104,10 @@ export type FaultAction =
   | { kind: "kill-service"; service: ServiceName; replica: number; downMs: number }
   /** SIGKILL of the redis-server, or on a Redis Cluster of master `node` (it restarts on its AOF and rejoins). */
   | { kind: "restart-redis"; downMs: number; node?: number }
+  /** Redis at `maxmemory` (noeviction) for `holdMs`: writes refused with OOM, reads still answered. */
+  | { kind: "squeeze-redis"; holdMs: number; node?: number }
+  /** SIGSTOP of one process of a service, SIGCONT after `pausedMs` (a stalled VM, a GC pause, a debugger). */
+  | { kind: "pause-service"; service: ServiceName; replica: number; pausedMs: number }
   | { kind: "lamp-drop"; deviceId: string; downMs: number }
   /** A long outage: the socket is dropped (or closed with a handshake) and the Lamp stays away for `downMs`. */
   | { kind: "lamp-outage"; deviceId: string; downMs: number; ending: "drop" | "close" }
@@ -185,6 +189,8 @@ type DrawnFaultKind = Exclude<FaultKind, "lamp-outage">;
 const FAULT_WEIGHTS: Record<DrawnFaultKind, number> = {
   "kill-service": 45,
   "restart-redis": 10,
+  "squeeze-redis": 6,
+  "pause-service": 8,
   "lamp-drop": 20,
   "lamp-ack-late": 13,
   "lamp-no-ack": 12,
@@ -331,6 +337,17 @@ function faultAction(
       const replica = replicas > 1 ? random.int(0, replicas - 1) : 0;
       return { kind, service, replica, downMs: random.int(0, 3_000) };
     }
+    case "pause-service": {
+      const service = random.pick(SERVICE_NAMES);
+      const replicas = deployment.replicas[service] ?? 1;
+      const replica = replicas > 1 ? random.int(0, replicas - 1) : 0;
+      return { kind, service, replica, pausedMs: random.int(1_000, 8_000) };
+    }
+    case "squeeze-redis": {
+      const holdMs = random.int(2_000, 10_000);
+      const masters = deployment.clusterMasters;
+      return masters === undefined ? { kind, holdMs } : { kind, holdMs, node: random.int(0, masters - 1) };
+    }
     case "restart-redis": {
       const downMs = random.int(300, 3_000);
       const masters = deployment.clusterMasters;
@@ -351,8 +368,8 @@ function faultAction(
 }
 
 function trackOf(action: FaultAction): FaultTrack {
-  if (action.kind === "kill-service") return `service:${action.service}`;
-  if (action.kind === "restart-redis") return "redis";
+  if (action.kind === "kill-service" || action.kind === "pause-service") return `service:${action.service}`;
+  if (action.kind === "restart-redis" || action.kind === "squeeze-redis") return "redis";
   return `lamp:${action.deviceId}`;
 }
 
@@ -375,6 +392,12 @@ export function describeFault(fault: PlannedFault): string {
       const target = action.node === undefined ? "redis-server" : `Redis Cluster node ${action.node}`;
       return `${at}: SIGKILL ${target}, restart after ${action.downMs} ms`;
     }
+    case "squeeze-redis": {
+      const target = action.node === undefined ? "redis-server" : `Redis Cluster node ${action.node}`;
+      return `${at}: ${target} at maxmemory (noeviction) for ${action.holdMs} ms`;
+    }
+    case "pause-service":
+      return `${at}: SIGSTOP ${action.service}${action.replica === 0 ? "" : `#${action.replica}`}, SIGCONT after ${action.pausedMs} ms`;
     case "lamp-drop":
       return `${at}: drop ${action.deviceId}'s WebSocket, reconnect after ${action.downMs} ms`;
     case "lamp-outage":

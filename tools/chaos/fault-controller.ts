@@ -27,8 +27,8 @@ export type CampaignRedis =
   { kind: "server"; server: RedisServerProcess } | { kind: "cluster"; cluster: RedisClusterProcess };
 
 /**
- * Applies the fault schedule mid-traffic: SIGKILL and restart of service replicas, SIGKILL and restart of
- * redis-server or of one Redis Cluster node,
+ * Applies the fault schedule mid-traffic: SIGKILL and restart of service replicas, SIGSTOP/SIGCONT pauses of them,
+ * SIGKILL and restart of redis-server or of one Redis Cluster node, Redis held at `maxmemory`,
  * Lamp connection drops, long Lamp outages and withheld or late acks. A supervisor restarts any service that dies on its own (as an
  * orchestrator would) and records it, so one crash does not stall the campaign.
  */
@@ -92,6 +92,15 @@ export class FaultController {
       case "restart-redis":
         await this.restartRedis(action.downMs, action.node);
         return;
+      case "squeeze-redis": {
+        const squeeze = await this.redisServer(action.node).squeezeMemory();
+        await sleep(action.holdMs);
+        await squeeze.release();
+        return;
+      }
+      case "pause-service":
+        await this.pauseService(action.service, action.replica, action.pausedMs);
+        return;
       case "lamp-drop":
         this.lamp(action.deviceId).disconnect(action.downMs, "drop");
         await sleep(action.downMs);
@@ -110,6 +119,25 @@ export class FaultController {
         await sleep(action.windowMs);
         this.lamp(action.deviceId).setAckPolicy({ mode: "prompt" });
         return;
+    }
+  }
+
+  /** The redis-server, or the Redis Cluster master `node`. */
+  private redisServer(node: number | undefined): RedisServerProcess {
+    if (this.redis.kind === "server") return this.redis.server;
+    if (node === undefined) throw new Error("a Redis Cluster fault names no node");
+    return this.redis.cluster.node(node);
+  }
+
+  /** The whole process group stops (node and whatever it runs), as a frozen VM would; nothing is killed. */
+  private async pauseService(name: ServiceName, replica: number, pausedMs: number): Promise<void> {
+    const pid = this.stack.process(name, replica).pid;
+    if (pid === undefined) throw new Error(`${name}#${replica} has no process to pause`);
+    process.kill(-pid, "SIGSTOP");
+    try {
+      await sleep(pausedMs);
+    } finally {
+      process.kill(-pid, "SIGCONT");
     }
   }
 
