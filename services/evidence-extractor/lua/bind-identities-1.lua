@@ -7,15 +7,16 @@
 -- with writing), and both keys expire when the agent goes quiet (between one and one and a half retentions after its
 -- last binding).
 -- KEYS[1] = agent base (<p>:ev:{a:<agentId>}); derived keys share its hash tag.
--- ARGV: retentionMs, now (epoch ms), then triples of scopeKey, json, appEntityId.
--- Returns the number of conflicting bindings.
+-- Args {retentionMs, now (epoch ms), bindings = [{scopeKey, json, appEntityId}, ...]}.
+-- Answers {conflicts}: the number of conflicting bindings.
 local identityKey = KEYS[1] .. ":identity"
 local identityIndex = KEYS[1] .. ":identity-at"
-local retention, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local args = cjson.decode(ARGV[1])
+local retention, now = args.retentionMs, args.now
 local conflicts = 0
 local sightings = {}
-for index = 3, #ARGV, 3 do
-  local scopeKey, json, appEntityId = ARGV[index], ARGV[index + 1], ARGV[index + 2]
+for _, binding in ipairs(args.bindings) do
+  local scopeKey, json, appEntityId = binding.scopeKey, binding.json, binding.appEntityId
   if redis.call("HSETNX", identityKey, scopeKey, json) == 0 then
     -- A stored row is a JSON array whose second element is the app id (identity-binding.ts, storedBindingRowSchema).
     local existing = cjson.decode(redis.call("HGET", identityKey, scopeKey))
@@ -42,4 +43,4 @@ if redis.call("PTTL", identityKey) < retention then
   redis.call("PEXPIRE", identityKey, renewed_ttl)
   redis.call("PEXPIRE", identityIndex, renewed_ttl)
 end
-return conflicts
+return cjson.encode({conflicts = conflicts})
