@@ -43,7 +43,7 @@ export const registerRunScript = NamedLuaScript.fromFile<
     run: RunRegistrationFields;
     now: number;
     sendCommandJson: string;
-    limits: { rateBurst: number; ratePerSecond: number; maxPending: number };
+    limits: RunLimits;
   },
   typeof registrationReplySchema
 >(new URL("./lua/register-run-1.lua", import.meta.url), registrationReplySchema);
@@ -124,11 +124,7 @@ export class RunRegistration {
       },
       now,
       sendCommandJson: JSON.stringify(command),
-      limits: {
-        rateBurst: this.limits.rateBurst,
-        ratePerSecond: this.limits.ratePerSecond,
-        maxPending: this.limits.maxPendingRuns,
-      },
+      limits: this.limits,
     });
     if (reply.status === "too_many_pending")
       return { status: reply.status, maxPendingRuns: this.limits.maxPendingRuns };

@@ -110,11 +110,7 @@ export async function seedRun(
     },
     now,
     sendCommandJson: command,
-    limits: {
-      rateBurst: UNLIMITED_RUNS.rateBurst,
-      ratePerSecond: UNLIMITED_RUNS.ratePerSecond,
-      maxPending: UNLIMITED_RUNS.maxPendingRuns,
-    },
+    limits: UNLIMITED_RUNS,
   });
   if (spec.unsent) await t.redis.del(device.commands);
   if (spec.deliveryId) {

@@ -1,10 +1,10 @@
 -- Registers one voice run and queues its send for the router, atomically on the device's slot.
 -- A repeated requestId returns the run it already made (same key, no second send), limits or not.
--- A new run is refused, changing nothing, while the device has maxPending unresolved runs or its voice.request
+-- A new run is refused, changing nothing, while the device has maxPendingRuns unresolved runs or its voice.request
 -- token bucket (shared by all its sockets on every gateway replica, refilled on the Redis clock) is empty.
 -- KEYS[1] = B (os device base). Args {run = {runId, requestId, idempotencyKey, requestHash, deviceId, agentId,
 -- machineId, text, voiceTargetId, voiceTargetExpiresAt, replyRoute}, now, sendCommandJson, limits = {rateBurst,
--- ratePerSecond, maxPending}}. Answers {status, ...}: created | existing {runId, idempotencyKey} | conflict |
+-- ratePerSecond, maxPendingRuns}}. Answers {status, ...}: created | existing {runId, idempotencyKey} | conflict |
 -- key_taken {idempotencyKey} | too_many_pending | rate_limited {retryAfterMs}.
 --!include os-keys.lua
 local base = KEYS[1]
@@ -23,7 +23,7 @@ end
 if redis.call('EXISTS', os_keys.idempotencyKey(base, run.idempotencyKey)) == 1 then
   return cjson.encode({status = 'key_taken', idempotencyKey = run.idempotencyKey})
 end
-if redis.call('ZCARD', os_keys.pendingRuns(base)) >= limits.maxPending then
+if redis.call('ZCARD', os_keys.pendingRuns(base)) >= limits.maxPendingRuns then
   return cjson.encode({status = 'too_many_pending'})
 end
 
