@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { luaKeyIncludePath } from "../../libs/redis/key-layout.js";
 import { projectRoot } from "../../test/helpers/child-process.js";
 import { KEY_INCLUDES, knownSuffixes, luaConventionFindings, luaFiles } from "./lua-conventions.js";
 
@@ -14,7 +15,7 @@ const NOT_YET_CONVERTED = [
   "services/tts-dispatcher/lua/",
 ];
 
-const generated = new Set(KEY_INCLUDES.map((include) => `libs/redis/lua-includes/${include.file}`));
+const generated = new Set(KEY_INCLUDES.map((include) => relative(projectRoot, luaKeyIncludePath(include))));
 const suffixes = knownSuffixes();
 
 describe("every Lua script takes named arguments and names its keys through the generated layout", () => {
