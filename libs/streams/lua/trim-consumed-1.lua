@@ -1,5 +1,6 @@
 -- Trims one pipeline stream up to the oldest entry some consumer group may still need: an entry goes only once
--- every group has been delivered past it and it is pending for none. One atomic step on the stream's own key.
+-- every group has been delivered past it and it is pending for none. One atomic step on the stream's own key, so no
+-- group reads or claims between the look at the groups and the trim.
 -- KEYS[1] = stream; no args. Answers {outcome = 'trimmed', minId, removed}: the MINID trimmed to and how many entries
 -- left, or {outcome = 'kept'} when nothing may go. A stream without groups is left alone (nobody has said what it
 -- still needs).

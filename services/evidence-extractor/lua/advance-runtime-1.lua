@@ -1,5 +1,6 @@
 -- Advances one runtime's evidence state by compare-and-set on its applied seq, and keeps the agent's set of open
--- runtimes in step: a runtime joins it with its first advance and leaves it when it closes.
+-- runtimes in step: a runtime joins it with its first advance and leaves it when it closes. The compare and the set
+-- are one step, so two consumers never both advance a runtime from the same seq.
 -- KEYS[1] = agent base (<p>:ev:{a:<agentId>}); derived keys share its hash tag.
 -- Args {runtimeId, expectedSeq, newSeq, stateJson, closed}. Answers {outcome = 'applied'}, or
 -- {outcome = 'moved_on'} when another consumer already moved the runtime on (nothing changed).

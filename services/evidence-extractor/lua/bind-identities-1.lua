@@ -1,7 +1,8 @@
 -- Persists identity bindings before the evidence that depends on them is emitted: the agent's mapping store keyed by
 -- a digest of the native scope (seed 004's durable correlation table), shared by every runtime of the agent, so a
 -- resumed session's next runtime and a reprocessed record find the row already there. A binding that already exists
--- is kept; a native scope already bound to another app id is a conflict.
+-- is kept; a native scope already bound to another app id is a conflict. One step, so the mapping store and its
+-- retention index never disagree about a binding.
 -- Retention: each binding's last sighting is its score in the index beside the hash (`:identity-at`); a binding not
 -- seen for retentionMs is removed here, a bounded number per call (twice the bindings written, so removal keeps pace
 -- with writing), and both keys expire when the agent goes quiet (between one and one and a half retentions after its

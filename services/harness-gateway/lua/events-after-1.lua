@@ -1,5 +1,6 @@
 -- The device's logged events after a cursor, read in one step: up to `limit` of them past eventId `cursor`, each
 -- with its body and, for a result event, the stored result's fields (a result trimmed meanwhile answers none).
+-- One step, so an event is never sent with a result that a concurrent trim or expiry half removed.
 -- KEYS[1] = device base. Args {cursor, limit}. Answers {events = [{eventId, body, result?}, ...]}, result as the
 -- stored result's hash (field = value).
 --!include harness-keys.lua

@@ -1,4 +1,5 @@
--- Reserve (deviceId, idempotencyKey) before anything is dispatched: one atomic step on the device's slot.
+-- Reserve (deviceId, idempotencyKey) before anything is dispatched: one atomic step on the device's slot, so two
+-- requests with one key never both reserve, and the capacity count and evictions see every reservation.
 -- KEYS[1] = device base. Args {idempotencyKey, requestHash, receiptJson, dispatchJson, now, capacity, retentionMs,
 -- tokenIssuedAt (epoch seconds of the token's iat)}.
 -- Answers {status, receiptJson?}: accepted | duplicate (with the stored receipt) | conflict | backpressure | revoked.
