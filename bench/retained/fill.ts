@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { Keyspace } from "../../libs/redis/keyspace.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { harnessRetentionIndex, osRetentionIndex } from "../../libs/retention/retention-keys.js";
 import { sleep } from "../../libs/timing/sleep.js";
 
@@ -12,10 +12,11 @@ const DAY_MS = 86_400_000;
 /** The retained results are spread over this many devices, `prefill-device-<n % 1000>`; no bench Lamp is one. */
 const PREFILL_DEVICES = 1_000;
 
-const fillScript = LuaScript.fromFile(
-  new URL("./fill-retained-0.lua", import.meta.url),
-  z.number().int().nonnegative(),
-);
+const fillReplySchema = z.object({ written: z.number().int().nonnegative() });
+const fillScript = NamedLuaScript.fromFile<
+  { prefix: string; from: number; to: number; devices: number; at: number },
+  typeof fillReplySchema
+>(new URL("./fill-retained-0.lua", import.meta.url), fillReplySchema);
 
 export interface RetainedFill {
   results: number;
@@ -42,7 +43,13 @@ export async function fillRetainedResults(
   const started = performance.now();
   const at = Date.now() - 3_600_000;
   for (let from = 0; from < count; from += PER_CALL)
-    await fillScript.run(redis, [], [prefix, from, Math.min(count, from + PER_CALL), PREFILL_DEVICES, at]);
+    await fillScript.run(redis, [], {
+      prefix,
+      from,
+      to: Math.min(count, from + PER_CALL),
+      devices: PREFILL_DEVICES,
+      at,
+    });
   const devices = await listPrefilledDevices(redis, new Keyspace(prefix), Math.min(count, PREFILL_DEVICES));
   const written = performance.now();
   await settleAof(redis);

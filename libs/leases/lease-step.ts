@@ -1,16 +1,17 @@
 import { z } from "zod";
 import type { RedisClient } from "../redis/redis-client.js";
-import { LuaScript } from "../redis/lua-script.js";
-
-/** 1 while the lease is (still) ours after the step, 0 when another replica holds it. */
-const holdLeaseScript = LuaScript.fromFile(
-  new URL("./lua/hold-lease-1.lua", import.meta.url),
-  z.union([z.literal(0), z.literal(1)]),
-);
+import { NamedLuaScript } from "../redis/lua-script.js";
 
 export type LeaseStep = "acquire" | "renew" | "release";
 
-/** One step on a lease key held by `owner` for `ttlMs`; true while the lease is ours afterwards. */
+/** `held` after an acquire or renew that found the lease free or ours, `released`, or `not_ours` (another holds it). */
+const leaseStepReplySchema = z.object({ outcome: z.enum(["held", "released", "not_ours"]) });
+const holdLeaseScript = NamedLuaScript.fromFile<
+  { owner: string; ttlMs: number; step: LeaseStep },
+  typeof leaseStepReplySchema
+>(new URL("./lua/hold-lease-1.lua", import.meta.url), leaseStepReplySchema);
+
+/** One step on a lease key held by `owner` for `ttlMs`; true when the step applied (the lease was free or ours). */
 export async function holdLease(
   redis: RedisClient,
   key: string,
@@ -18,5 +19,6 @@ export async function holdLease(
   ttlMs: number,
   step: LeaseStep,
 ): Promise<boolean> {
-  return (await holdLeaseScript.run(redis, [key], [owner, ttlMs, step])) === 1;
+  const { outcome } = await holdLeaseScript.run(redis, [key], { owner, ttlMs, step });
+  return outcome !== "not_ours";
 }

@@ -2,12 +2,16 @@ import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { readRunUpdateNotice, RUN_UPDATES_KEPT, runUpdateRecordSchema } from "../contract/run-update.js";
-import { LuaScript } from "../redis/lua-script.js";
+import { NamedLuaScript } from "../redis/lua-script.js";
 import { parseEntryPayload } from "../streams/stream-entry.js";
 import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
 import { OsDeviceKeys, runUpdatesChannelPattern } from "./os-keys.js";
 
-const emit = LuaScript.fromFile(new URL("./test-lua/emit-run-update-1.lua", import.meta.url), z.literal(1));
+const emittedSchema = z.object({}).strict();
+const emit = NamedLuaScript.fromFile<
+  { runId: string; change: string; reason?: string; now: number },
+  typeof emittedSchema
+>(new URL("./test-lua/emit-run-update-1.lua", import.meta.url), emittedSchema);
 const DEVICE = "lamp-updates";
 let t: TestRedis;
 let device: OsDeviceKeys;
@@ -44,8 +48,13 @@ describe("emit_run_update: the device's ordered run.update log", () => {
       notices.push(readRunUpdateNotice(message)),
     );
     await subscriber.psubscribe(runUpdatesChannelPattern(t.keys));
-    await emit.run(t.redis, [device.base], ["run-1", "unknown", "", 1_000]);
-    await emit.run(t.redis, [device.base], ["run-1", "playback", "ack_timeout", 2_000]);
+    await emit.run(t.redis, [device.base], { runId: "run-1", change: "unknown", now: 1_000 });
+    await emit.run(t.redis, [device.base], {
+      runId: "run-1",
+      change: "playback",
+      reason: "ack_timeout",
+      now: 2_000,
+    });
     const stored = await updates();
     expect(stored).toEqual([
       {
@@ -80,17 +89,17 @@ describe("emit_run_update: the device's ordered run.update log", () => {
       `'MAXLEN', '~', ${RUN_UPDATES_KEPT},`,
     );
     for (let index = 0; index < RUN_UPDATES_KEPT + 300; index += 1)
-      await emit.run(t.redis, [device.base], ["run-1", "receipt", "", index]);
+      await emit.run(t.redis, [device.base], { runId: "run-1", change: "receipt", now: index });
     const length = await t.redis.xlen(device.runUpdates);
     expect(length).toBeGreaterThanOrEqual(RUN_UPDATES_KEPT);
     expect(length).toBeLessThan(RUN_UPDATES_KEPT + 300);
-    await emit.run(t.redis, [device.base], ["run-1", "receipt", "", 9_999]);
+    await emit.run(t.redis, [device.base], { runId: "run-1", change: "receipt", now: 9_999 });
     const [newest] = await t.redis.xrevrange(device.runUpdates, "+", "-", "COUNT", 1);
     expect(newest?.[0]).toBe(`0-${RUN_UPDATES_KEPT + 301}`);
   });
 
   it("emits nothing for a run that does not exist", async () => {
-    await emit.run(t.redis, [device.base], ["run-missing", "resolved", "", 1]);
+    await emit.run(t.redis, [device.base], { runId: "run-missing", change: "resolved", now: 1 });
     expect(await t.redis.exists(device.runUpdates)).toBe(0);
   });
 });

@@ -11,6 +11,8 @@ const withInclude = LuaScript.fromFile(
   new URL("./test-lua/with-include-1.lua", import.meta.url),
   z.number().int(),
 );
+/** bounded-increment-1.lua takes its arguments as one JSON object, like every script. */
+const bounds = (by: number, limit: number) => JSON.stringify({ by, limit });
 let t: TestRedis;
 
 beforeEach(() => {
@@ -29,14 +31,16 @@ describe("Lua scripts as named, versioned units", () => {
   it("runs atomically on a real Redis, loading itself when the server's script cache is empty", async () => {
     await t.redis.script("FLUSH");
     const key = t.keys.key("counter");
-    expect(await script.run(t.redis, [key], [3, 5])).toBe(3);
-    expect(await script.run(t.redis, [key], [3, 5])).toBe(-1);
-    expect(await script.run(t.redis, [key], [2, 5])).toBe(5);
+    expect(await script.run(t.redis, [key], [bounds(3, 5)])).toBe(3);
+    expect(await script.run(t.redis, [key], [bounds(3, 5)])).toBe(-1);
+    expect(await script.run(t.redis, [key], [bounds(2, 5)])).toBe(5);
     expect(await t.redis.get(key)).toBe("5");
   });
 
   it("refuses a call with the wrong number of keys before touching Redis", async () => {
-    await expect(script.run(t.redis, [], [1, 2])).rejects.toThrow("bounded-increment takes 1 keys, got 0");
+    await expect(script.run(t.redis, [], [bounds(1, 2)])).rejects.toThrow(
+      "bounded-increment takes 1 keys, got 0",
+    );
   });
 
   it("rejects a file whose name does not say its key count", () => {
@@ -55,8 +59,8 @@ describe("Lua scripts as named, versioned units", () => {
       new URL("./test-lua/bounded-increment-1.lua", import.meta.url),
       z.literal(-1),
     );
-    await expect(strict.run(t.redis, [t.keys.key("fresh")], [1, 5])).rejects.toThrow(LuaReplyError);
-    await expect(strict.run(t.redis, [t.keys.key("fresh2")], [1, 5])).rejects.toThrow(
+    await expect(strict.run(t.redis, [t.keys.key("fresh")], [bounds(1, 5)])).rejects.toThrow(LuaReplyError);
+    await expect(strict.run(t.redis, [t.keys.key("fresh2")], [bounds(1, 5)])).rejects.toThrow(
       "bounded-increment replied 1",
     );
   });

@@ -1,11 +1,19 @@
 import { z } from "zod";
 import type { RedisClient } from "../redis/redis-client.js";
-import { LuaScript } from "../redis/lua-script.js";
+import { NamedLuaScript } from "../redis/lua-script.js";
 
-/** {minId, removed}: the MINID the stream was trimmed to ('' when nothing may go) and how many entries left it. */
-const trimConsumedScript = LuaScript.fromFile(
+/** `trimmed` to a MINID with how many entries left the stream, or `kept` when nothing may go. */
+const trimReplySchema = z.discriminatedUnion("outcome", [
+  z.object({
+    outcome: z.literal("trimmed"),
+    minId: z.string().min(1),
+    removed: z.number().int().nonnegative(),
+  }),
+  z.object({ outcome: z.literal("kept") }),
+]);
+const trimConsumedScript = NamedLuaScript.fromFile<Record<string, never>, typeof trimReplySchema>(
   new URL("./lua/trim-consumed-1.lua", import.meta.url),
-  z.tuple([z.string(), z.number().int().nonnegative()]),
+  trimReplySchema,
 );
 
 export interface TrimOutcome {
@@ -20,8 +28,9 @@ export interface TrimOutcome {
  * stream nodes (`MINID ~`), so a few already-consumed entries may stay until the next call; never one still needed.
  */
 export async function trimConsumedEntries(redis: RedisClient, streamKey: string): Promise<TrimOutcome> {
-  const [minId, removed] = await trimConsumedScript.run(redis, [streamKey], []);
-  return { minId: minId === "" ? undefined : minId, removed };
+  const reply = await trimConsumedScript.run(redis, [streamKey], {});
+  if (reply.outcome === "kept") return { minId: undefined, removed: 0 };
+  return { minId: reply.minId, removed: reply.removed };
 }
 
 /** Keeps about the newest `maxLength` dead letters of a stream (`MAXLEN ~`): the oldest are dropped first. */

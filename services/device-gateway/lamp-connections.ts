@@ -4,15 +4,16 @@ import { z } from "zod";
 import { issuedBeforeRevocation } from "../../libs/auth/tokens.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { lampRevokedAt } from "../../libs/os-store/lamp-revocations.js";
 
-/** 1 when the presence key was set or removed, 0 when another instance holds it. */
-const presenceScript = LuaScript.fromFile(
-  new URL("./lua/refresh-presence-1.lua", import.meta.url),
-  z.union([z.literal(0), z.literal(1)]),
-);
+/** `held` or `released` when the presence key was set or removed, `not_ours` when another instance holds it. */
+const presenceReplySchema = z.object({ outcome: z.enum(["held", "released", "not_ours"]) });
+const presenceScript = NamedLuaScript.fromFile<
+  { gatewayInstanceId: string; ttlMs: number; mode: "claim" | "refresh" | "release" },
+  typeof presenceReplySchema
+>(new URL("./lua/refresh-presence-1.lua", import.meta.url), presenceReplySchema);
 
 /** Close code for a socket whose token was revoked (as on the Harness transport). */
 const REVOKED_CLOSE_CODE = 4001;
@@ -118,7 +119,11 @@ export class LampConnections {
   private async presence(deviceId: string, mode: "claim" | "refresh" | "release"): Promise<void> {
     const { redis, keys, instanceId, presenceTtlMs } = this.options;
     try {
-      await presenceScript.run(redis, [keys.lampPresence(deviceId)], [instanceId, presenceTtlMs, mode]);
+      await presenceScript.run(redis, [keys.lampPresence(deviceId)], {
+        gatewayInstanceId: instanceId,
+        ttlMs: presenceTtlMs,
+        mode,
+      });
     } catch (error) {
       this.options.log.warn({ deviceId, mode, err: errorMessage(error) }, "lamp presence not updated");
     }

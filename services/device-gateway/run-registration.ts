@@ -7,29 +7,53 @@ import { deviceCommandSchema } from "../../libs/contract/device-commands.js";
 import { markDeviceActive } from "../../libs/os-store/device-activity.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import type { RetentionIndex } from "../../libs/retention/retention-index.js";
 
-/**
- * `{status, runId, idempotencyKey}`; runId is empty when nothing was registered (key taken, a limit reached); a
- * `rate_limited` reply carries the milliseconds until the next token instead of a key.
- */
-export const registerRunScript = LuaScript.fromFile(
-  new URL("./lua/register-run-1.lua", import.meta.url),
-  z.union([
-    z.tuple([
-      z.enum(["created", "existing", "conflict", "key_taken", "too_many_pending"]),
-      z.string(),
-      z.string(),
-    ]),
-    z.tuple([z.literal("rate_limited"), z.literal(""), z.number().int().nonnegative()]),
-  ]),
-);
+/** What a new run is stored with, besides its state and creation time. */
+export interface RunRegistrationFields {
+  runId: string;
+  requestId: string;
+  idempotencyKey: string;
+  requestHash: string;
+  deviceId: string;
+  agentId: string;
+  machineId: string;
+  text: string;
+  voiceTargetId: string;
+  voiceTargetExpiresAt: number;
+  replyRoute: string;
+}
+
+const registrationReplySchema = z.discriminatedUnion("status", [
+  z.object({
+    status: z.enum(["created", "existing"]),
+    runId: z.string().min(1),
+    idempotencyKey: z.string().min(1),
+  }),
+  z.object({ status: z.literal("conflict") }),
+  z.object({ status: z.literal("key_taken"), idempotencyKey: z.string().min(1) }),
+  z.object({ status: z.literal("too_many_pending") }),
+  z.object({ status: z.literal("rate_limited"), retryAfterMs: z.number().int().nonnegative() }),
+]);
+
+/** The run and its send command in one step, unless the device's limits refuse it (then nothing is written). */
+export const registerRunScript = NamedLuaScript.fromFile<
+  {
+    run: RunRegistrationFields;
+    now: number;
+    sendCommandJson: string;
+    limits: RunLimits;
+  },
+  typeof registrationReplySchema
+>(new URL("./lua/register-run-1.lua", import.meta.url), registrationReplySchema);
+
 const cancellationSchema = z.enum(["not_found", "already_cancelled", "cancelled", "stop_queued"]);
-const cancelRunScript = LuaScript.fromFile(
-  new URL("./lua/cancel-run-1.lua", import.meta.url),
-  cancellationSchema,
-);
+const cancellationReplySchema = z.object({ outcome: cancellationSchema });
+const cancelRunScript = NamedLuaScript.fromFile<
+  { runId: string; stopKey: string; now: number; stopCommandJson: string },
+  typeof cancellationReplySchema
+>(new URL("./lua/cancel-run-1.lua", import.meta.url), cancellationReplySchema);
 
 /** What one device may have at once: its voice.request token bucket and its unresolved runs. */
 export interface RunLimits {
@@ -84,50 +108,43 @@ export class RunRegistration {
       replyTo: this.gatewayInstanceId,
       at: now,
     });
-    const reply = await registerRunScript.run(
-      this.redis,
-      [device.base],
-      [
-        request.requestId,
+    const reply = await registerRunScript.run(this.redis, [device.base], {
+      run: {
         runId,
-        this.newIdempotencyKey(),
-        canonicalHash(request),
+        requestId: request.requestId,
+        idempotencyKey: this.newIdempotencyKey(),
+        requestHash: canonicalHash(request),
         deviceId,
-        request.agentId,
-        request.machineId,
-        request.text,
-        request.voiceTarget.id,
-        expiresAt,
-        request.replyRoute,
-        now,
-        JSON.stringify(command),
-        this.limits.rateBurst,
-        this.limits.ratePerSecond,
-        this.limits.maxPendingRuns,
-      ],
-    );
-    if (reply[0] === "rate_limited") return { status: reply[0], retryAfterMs: reply[2] };
-    const [status, storedRunId, idempotencyKey] = reply;
+        agentId: request.agentId,
+        machineId: request.machineId,
+        text: request.text,
+        voiceTargetId: request.voiceTarget.id,
+        voiceTargetExpiresAt: expiresAt,
+        replyRoute: request.replyRoute,
+      },
+      now,
+      sendCommandJson: JSON.stringify(command),
+      limits: this.limits,
+    });
+    if (reply.status === "too_many_pending")
+      return { status: reply.status, maxPendingRuns: this.limits.maxPendingRuns };
+    if (reply.status !== "created" && reply.status !== "existing") return reply;
     // After the step that stored the run: the run-resolver's retention sweep finds the device through this index.
-    if (status === "created") await this.retention.list(deviceId, now);
-    if (status === "created" || status === "existing") {
-      // After the step that queued the send: the router holding the partition opens the session or reads it.
-      await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);
-      return { status, runId: storedRunId, idempotencyKey };
-    }
-    if (status === "key_taken") return { status, idempotencyKey };
-    if (status === "too_many_pending") return { status, maxPendingRuns: this.limits.maxPendingRuns };
-    return { status };
+    if (reply.status === "created") await this.retention.list(deviceId, now);
+    // After the step that queued the send: the router holding the partition opens the session or reads it.
+    await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);
+    return reply;
   }
 
   async cancel(deviceId: string, runId: string, now = Date.now()): Promise<Cancellation> {
     const device = new OsDeviceKeys(this.keys, deviceId);
     const command = deviceCommandSchema.parse({ kind: "stop", runId, at: now });
-    const cancellation = await cancelRunScript.run(
-      this.redis,
-      [device.base],
-      [runId, randomUUID(), now, JSON.stringify(command)],
-    );
+    const { outcome: cancellation } = await cancelRunScript.run(this.redis, [device.base], {
+      runId,
+      stopKey: randomUUID(),
+      now,
+      stopCommandJson: JSON.stringify(command),
+    });
     if (cancellation === "stop_queued")
       await markDeviceActive(this.redis, this.keys, this.partitions, deviceId);
     return cancellation;

@@ -1,7 +1,7 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 
 /**
  * Per-input marker that makes dispatch idempotent on deliveryId across redelivery and runner crashes:
@@ -21,10 +21,14 @@ const deliveryStateSchema = z.enum([
 ]);
 export type DeliveryState = z.infer<typeof deliveryStateSchema>;
 
-/** "new" on the first claim, else the state stored before. */
-const claimScript = LuaScript.fromFile(
+/** `new` on the first claim, else `existing` with the state stored before. */
+const claimReplySchema = z.discriminatedUnion("claim", [
+  z.object({ claim: z.literal("new") }),
+  z.object({ claim: z.literal("existing"), state: deliveryStateSchema }),
+]);
+const claimScript = NamedLuaScript.fromFile<{ ttlSeconds: number }, typeof claimReplySchema>(
   new URL("./lua/claim-delivery-1.lua", import.meta.url),
-  z.union([z.literal("new"), deliveryStateSchema]),
+  claimReplySchema,
 );
 
 export class DeliveryMarkers {
@@ -40,14 +44,22 @@ export class DeliveryMarkers {
 
   /** True when this input may be written now (first sight, or claimed before a crash but never recorded). */
   async claim(agentId: string, deliveryId: string): Promise<{ writable: boolean; state: string }> {
-    const state = await claimScript.run(this.redis, [this.key(agentId, deliveryId)], [this.ttlSeconds]);
+    const state = await this.claimOnce(agentId, deliveryId);
     return { writable: state === "new" || state === "claimed", state };
   }
 
   /** A waiting input may be written by its release unless something else already settled it. */
   async releasable(agentId: string, deliveryId: string): Promise<boolean> {
-    const state = await claimScript.run(this.redis, [this.key(agentId, deliveryId)], [this.ttlSeconds]);
+    const state = await this.claimOnce(agentId, deliveryId);
     return state === "waiting" || state === "new" || state === "claimed";
+  }
+
+  /** "new" on the first claim, else the state stored before. */
+  private async claimOnce(agentId: string, deliveryId: string): Promise<"new" | DeliveryState> {
+    const reply = await claimScript.run(this.redis, [this.key(agentId, deliveryId)], {
+      ttlSeconds: this.ttlSeconds,
+    });
+    return reply.claim === "new" ? "new" : reply.state;
   }
 
   async advance(agentId: string, deliveryId: string, state: DeliveryState): Promise<void> {

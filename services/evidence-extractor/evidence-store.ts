@@ -1,7 +1,7 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { execPipeline } from "../../libs/redis/pipeline.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -15,16 +15,23 @@ import type { RuntimeState } from "./runtime-state.js";
 import { parseStoredState } from "./stored-state.js";
 import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
 
-/** 1 when applied, 0 when another consumer already moved the runtime on. */
-const advanceRuntime = LuaScript.fromFile(
-  new URL("./lua/advance-runtime-1.lua", import.meta.url),
-  z.union([z.literal(0), z.literal(1)]),
-);
-/** The number of bindings that already existed with other content. */
-const bindIdentities = LuaScript.fromFile(
-  new URL("./lua/bind-identities-1.lua", import.meta.url),
-  z.number().int().nonnegative(),
-);
+/** `applied`, or `moved_on` when another consumer already moved the runtime on. */
+const advanceReplySchema = z.object({ outcome: z.enum(["applied", "moved_on"]) });
+const advanceRuntime = NamedLuaScript.fromFile<
+  { runtimeId: string; expectedSeq: number; newSeq: number; stateJson: string; closed: boolean },
+  typeof advanceReplySchema
+>(new URL("./lua/advance-runtime-1.lua", import.meta.url), advanceReplySchema);
+
+/** How many bindings already existed with other content. */
+const bindReplySchema = z.object({ conflicts: z.number().int().nonnegative() });
+const bindIdentities = NamedLuaScript.fromFile<
+  {
+    retentionMs: number;
+    now: number;
+    bindings: { scopeKey: string; json: string; appEntityId: string }[];
+  },
+  typeof bindReplySchema
+>(new URL("./lua/bind-identities-1.lua", import.meta.url), bindReplySchema);
 
 export interface LoadedRuntime {
   /** Last applied seq (0 = nothing applied yet). */
@@ -61,16 +68,16 @@ export class EvidenceStore {
    */
   async persistBindings(agentId: string, bindings: IdentityBinding[]): Promise<number> {
     if (bindings.length === 0) return 0;
-    const rows = bindings.flatMap((binding) => [
-      bindingScopeKey(binding),
-      encodeBindingRow(binding),
-      binding.appEntityId,
-    ]);
-    return bindIdentities.run(
-      this.redis,
-      [this.keys.agent(agentId)],
-      [this.bindingRetentionMs, this.now(), ...rows],
-    );
+    const { conflicts } = await bindIdentities.run(this.redis, [this.keys.agent(agentId)], {
+      retentionMs: this.bindingRetentionMs,
+      now: this.now(),
+      bindings: bindings.map((binding) => ({
+        scopeKey: bindingScopeKey(binding),
+        json: encodeBindingRow(binding),
+        appEntityId: binding.appEntityId,
+      })),
+    });
+    return conflicts;
   }
 
   /** The binding of a native entity (key from `nativeScopeKey`), whichever runtime of the agent wrote it first. */
@@ -100,12 +107,14 @@ export class EvidenceStore {
 
   /** Compare-and-set on the applied seq: false when another consumer already advanced this runtime. */
   async advance(state: RuntimeState, expectedSeq: number): Promise<boolean> {
-    const applied = await advanceRuntime.run(
-      this.redis,
-      [this.keys.agent(state.agentId)],
-      [state.runtimeId, expectedSeq, state.appliedSeq, JSON.stringify(state), state.closed ? "1" : "0"],
-    );
-    return applied === 1;
+    const { outcome } = await advanceRuntime.run(this.redis, [this.keys.agent(state.agentId)], {
+      runtimeId: state.runtimeId,
+      expectedSeq,
+      newSeq: state.appliedSeq,
+      stateJson: JSON.stringify(state),
+      closed: state.closed,
+    });
+    return outcome === "applied";
   }
 
   private runtimeKey(agentId: string, runtimeId: string): string {

@@ -51,7 +51,7 @@ const ITERATORS = new Set(["ipairs", "pairs"]);
 export function underivedKeys(source: string): KeyFinding[] {
   const tokens = scoped(tokenize(source));
   const bindings = collectBindings(tokens);
-  const derived = derivedNames(bindings);
+  const derived = derivedNames(bindings, keyTables(tokens));
   const findings: KeyFinding[] = [];
   for (const call of redisCalls(tokens)) {
     const [commandArg, ...args] = call.args;
@@ -81,18 +81,59 @@ function keyArguments(command: string, args: Token[][]): Token[][] | undefined {
   return undefined;
 }
 
-/** `KEYS[...]` or a derived name, then only `.. <anything>` at the top level. */
-function isDerived(expression: Token[], derived: ReadonlySet<string>): boolean {
-  const [first, second] = expression;
+/** What is derived: names bound to derived values, and tables of key functions (`os_keys.run(base, id)`). */
+interface Derived {
+  names: ReadonlySet<string>;
+  keyTables: ReadonlySet<string>;
+}
+
+/**
+ * `KEYS[...]`, a derived name, or a key function called on a derived first argument, then only `.. <anything>` at
+ * the top level.
+ */
+function isDerived(expression: Token[], derived: Derived): boolean {
+  const [first, second, third, fourth] = expression;
   if (first === undefined) return false;
   let rest: Token[];
   if (first.text === "KEYS" && second?.text === "[") {
     const close = matching(expression, 1);
     rest = expression.slice(close + 1);
-  } else if (first.kind === "name" && derived.has(first.text)) {
+  } else if (first.kind === "name" && derived.names.has(first.text)) {
     rest = expression.slice(1);
+  } else if (
+    derived.keyTables.has(unscopedText(first)) &&
+    second?.text === "." &&
+    third &&
+    fourth?.text === "("
+  ) {
+    const [base] = splitArguments(expression, 3);
+    if (base === undefined || !isDerived(base, derived)) return false;
+    rest = expression.slice(matching(expression, 3) + 1);
   } else return false;
   return rest.length === 0 || rest[0]?.text === "..";
+}
+
+/**
+ * Tables whose every function is `function <table>.<name>(base, ...) return base .. <...> end` (the generated key
+ * includes): such a function only extends its first argument, so its result is derived when that is.
+ */
+function keyTables(tokens: Token[]): Set<string> {
+  const verdicts = new Map<string, boolean>();
+  tokens.forEach((token, at) => {
+    if (token.text !== "function" || tokens[at + 2]?.text !== "." || tokens[at + 4]?.text !== "(") return;
+    const table = unscopedText(tokens[at + 1] as Token);
+    const base = tokens[at + 5];
+    const body = tokens.slice(matching(tokens, at + 4) + 1);
+    const end = body.findIndex((candidate) => candidate.text === "end");
+    const extendsBase =
+      body[0]?.text === "return" &&
+      base?.kind === "name" &&
+      body[1]?.text === base.text &&
+      (end === 2 || body[2]?.text === "..") &&
+      body.slice(0, end).every((candidate) => candidate.text !== "(" && candidate.text !== "function");
+    verdicts.set(table, (verdicts.get(table) ?? true) && extendsBase);
+  });
+  return new Set([...verdicts].filter(([, extendsBase]) => extendsBase).map(([table]) => table));
 }
 
 interface Binding {
@@ -107,37 +148,38 @@ interface Binding {
  * not derived under that assumption (greatest fixed point within them): a parameter passed its own name back in a
  * recursive call stays derived, a name also bound to an ARGV does not.
  */
-function derivedNames(bindings: Binding[]): Set<string> {
+function derivedNames(bindings: Binding[], keyTables: ReadonlySet<string>): Derived {
   const byName = new Map<string, Binding[]>();
   for (const binding of bindings) byName.set(binding.name, [...(byName.get(binding.name) ?? []), binding]);
-  const derived = new Set<string>();
+  const names = new Set<string>();
+  const derived: Derived = { names, keyTables };
   for (let grew = true; grew;) {
     grew = false;
     for (const [name, list] of byName)
-      if (!derived.has(name) && list.some((binding) => bindingDerivation(binding, derived) === "derived")) {
-        derived.add(name);
+      if (!names.has(name) && list.some((binding) => bindingDerivation(binding, derived) === "derived")) {
+        names.add(name);
         grew = true;
       }
   }
   for (let shrank = true; shrank;) {
     shrank = false;
-    for (const name of derived)
+    for (const name of names)
       if ((byName.get(name) ?? []).some((binding) => bindingDerivation(binding, derived) === "other")) {
-        derived.delete(name);
+        names.delete(name);
         shrank = true;
       }
   }
   return derived;
 }
 
-function bindingDerivation(binding: Binding, derived: ReadonlySet<string>): "derived" | "neutral" | "other" {
+function bindingDerivation(binding: Binding, derived: Derived): "derived" | "neutral" | "other" {
   const { value } = binding;
   if (value.length === 1 && NEUTRAL.has(value[0]?.text ?? "")) return "neutral";
   if (binding.kind === "expression") return isDerived(value, derived) ? "derived" : "other";
   const names = value.filter(
     (token) => token.kind === "name" && !KEYWORDS.has(token.text) && !ITERATORS.has(token.text),
   );
-  return names.length > 0 && names.every((token) => derived.has(token.text)) ? "derived" : "other";
+  return names.length > 0 && names.every((token) => derived.names.has(token.text)) ? "derived" : "other";
 }
 
 /** Assignments (`local a, b = x, y` and `a = x` outside table constructors), function parameters, for variables. */

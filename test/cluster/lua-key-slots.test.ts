@@ -80,6 +80,28 @@ describe("the key derivation check", () => {
     ]);
   });
 
+  it("accepts a generated key function on a derived base, and names one on a foreign base", () => {
+    const source = `
+      local os_keys = {}
+      function os_keys.run(base, runId) return base .. ':run:' .. runId end
+      function os_keys.runs(base) return base .. ':runs' end
+      local base = KEYS[1]
+      local runKey = os_keys.run(base, ARGV[1])
+      redis.call('HSET', runKey, 'at', 1)
+      redis.call('ZADD', os_keys.runs(base) .. ':x', 1, 'r')
+      redis.call('DEL', os_keys.run(ARGV[2], 'r'))`;
+    expect(findings(source)).toEqual(["DEL os_keys . run ( ARGV [ 2 ] , 'r' )"]);
+  });
+
+  it("trusts no function of a table that has one not extending its first argument", () => {
+    const source = `
+      local keys = {}
+      function keys.run(base, runId) return base .. ':run:' .. runId end
+      function keys.other(base) return 'global' end
+      redis.call('GET', keys.run(KEYS[1], 'r'))`;
+    expect(findings(source)).toEqual(["GET keys . run ( KEYS [ 1 ] , 'r' )"]);
+  });
+
   it("names a parameter some call passes a foreign key, and a loop over a list read from Redis", () => {
     const source = `
       local function clear(key) redis.call('DEL', key) end

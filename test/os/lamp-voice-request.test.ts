@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { z } from "zod";
-import { LuaScript } from "../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
 import { OsDeviceKeys, OsPartitionKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
@@ -28,10 +28,11 @@ import { sleep } from "../../libs/timing/sleep.js";
 
 const DEVICE = "lamp-voice";
 /** The run-update include driven directly (libs/os-store/test-lua): one append and its notice. */
-const emitRunUpdate = LuaScript.fromFile(
-  new URL("../../libs/os-store/test-lua/emit-run-update-1.lua", import.meta.url),
-  z.literal(1),
-);
+const emittedSchema = z.object({}).strict();
+const emitRunUpdate = NamedLuaScript.fromFile<
+  { runId: string; change: string; reason?: string; now: number },
+  typeof emittedSchema
+>(new URL("../../libs/os-store/test-lua/emit-run-update-1.lua", import.meta.url), emittedSchema);
 const GATEWAY = "gateway-test";
 let t: TestRedis;
 let peer: ScriptedHarnessPeer;
@@ -196,19 +197,29 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       state: "pending",
     });
     const updates = () => lamp.frames.filter((frame) => frame.type === "run.update");
-    await emitRunUpdate.run(t.redis, [device.base], ["run-feed", "receipt", "", 1_000]);
+    await emitRunUpdate.run(t.redis, [device.base], { runId: "run-feed", change: "receipt", now: 1_000 });
     await waitFor(updates, (frames) => frames.length === 1);
     // An append whose notice never came: only the log has it.
     const silent = { runId: "run-feed", requestId, state: "pending", change: "cancelled", at: 2_000 };
     await t.redis.xadd(device.runUpdates, "0-*", "payload", JSON.stringify(silent));
-    await emitRunUpdate.run(t.redis, [device.base], ["run-feed", "unknown", "ENGINE_EXITED", 3_000]);
+    await emitRunUpdate.run(t.redis, [device.base], {
+      runId: "run-feed",
+      change: "unknown",
+      reason: "ENGINE_EXITED",
+      now: 3_000,
+    });
     await waitFor(updates, (frames) => frames.length === 3);
     expect(updates()).toMatchObject([
       { updateId: 1, change: "receipt", requestId },
       { updateId: 2, change: "cancelled", requestId },
       { updateId: 3, change: "unknown", reason: "ENGINE_EXITED", requestId },
     ]);
-    await emitRunUpdate.run(t.redis, [device.base], ["run-feed", "playback", "ack_timeout", 4_000]);
+    await emitRunUpdate.run(t.redis, [device.base], {
+      runId: "run-feed",
+      change: "playback",
+      reason: "ack_timeout",
+      now: 4_000,
+    });
     await waitFor(updates, (frames) => frames.length === 4);
     expect(updates().map((frame) => frame.updateId)).toEqual([1, 2, 3, 4]);
   });

@@ -94,28 +94,24 @@ export async function seedRun(
   const runId = `run-${spec.key}-${randomUUID().slice(0, 8)}`;
   const now = Date.now();
   const command = JSON.stringify({ kind: "send", runId, replyTo: "seed", at: now });
-  await registerRunScript.run(
-    t.redis,
-    [device.base],
-    [
-      randomUUID(),
+  await registerRunScript.run(t.redis, [device.base], {
+    run: {
       runId,
-      spec.key,
-      "seed",
+      requestId: randomUUID(),
+      idempotencyKey: spec.key,
+      requestHash: "seed",
       deviceId,
-      spec.agentId ?? AGENT,
-      MACHINE,
-      `prompt for ${spec.key}`,
-      "voice-target-1",
-      spec.voiceTargetExpiresAt ?? now + 600_000,
-      spec.replyRoute ?? "voice",
-      now,
-      command,
-      UNLIMITED_RUNS.rateBurst,
-      UNLIMITED_RUNS.ratePerSecond,
-      UNLIMITED_RUNS.maxPendingRuns,
-    ],
-  );
+      agentId: spec.agentId ?? AGENT,
+      machineId: MACHINE,
+      text: `prompt for ${spec.key}`,
+      voiceTargetId: "voice-target-1",
+      voiceTargetExpiresAt: spec.voiceTargetExpiresAt ?? now + 600_000,
+      replyRoute: spec.replyRoute ?? "voice",
+    },
+    now,
+    sendCommandJson: command,
+    limits: UNLIMITED_RUNS,
+  });
   if (spec.unsent) await t.redis.del(device.commands);
   if (spec.deliveryId) {
     const receipt: Receipt = {

@@ -1,5 +1,6 @@
--- Test driver for the run-update include: emits one update for ARGV[1] with change ARGV[2], reason ARGV[3].
--- KEYS[1] = B; ARGV: runId, change, reason, now
+-- Test driver for the run-update include: emits one update for a run, in one step like the scripts that call it.
+-- KEYS[1] = B; args {runId, change, reason?, now}; answers {}.
 --!include emit-run-update.lua
-emit_run_update(KEYS[1], ARGV[1], ARGV[2], ARGV[3], '', ARGV[4])
-return 1
+local args = cjson.decode(ARGV[1])
+emit_run_update(KEYS[1], args.runId, args.change, args.reason, nil, args.now)
+return cjson.encode({})

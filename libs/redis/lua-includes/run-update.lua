@@ -5,12 +5,13 @@
 -- RUN_UPDATE_FIELDS as its step left them (emit-run-update.lua reads them from the run hash first). Call it last in
 -- a script: it writes, and a script does not roll back.
 -- change: receipt | cancelled | resolved | suppressed | playback | unknown; reason, playbackId: '' or nil = none.
+--!include os-keys.lua
 local RUN_UPDATE_FIELDS = { 'deviceId', 'requestId', 'state', 'outcome', 'resultId', 'receiptState', 'receiptInput',
   'endReason' }
 
 -- The run's `fields` by name (false = absent), in one HMGET.
 local function read_run_fields(base, runId, fields)
-  local values = redis.call('HMGET', base .. ':run:' .. runId, unpack(fields))
+  local values = redis.call('HMGET', os_keys.run(base, runId), unpack(fields))
   local run = {}
   for index, field in ipairs(fields) do run[field] = values[index] end
   return run
@@ -34,7 +35,7 @@ local function append_run_update(base, runId, run, change, reason, playbackId, n
     if mode then update.input = { mode = mode, phase = phase } end
   end
   -- The stream hands out the next id itself (`0-*`) and never reuses one, trimmed or not.
-  local log = base .. ':run-updates'
+  local log = os_keys.runUpdates(base)
   local payload = cjson.encode(update)
   local seq = string.sub(redis.call('XADD', log, 'MAXLEN', '~', 500, '0-*', 'payload', payload), 3)
   redis.call('PUBLISH', log,

@@ -1,7 +1,7 @@
--- Increments KEYS[1] by ARGV[1] unless that would pass ARGV[2]; returns the new value or -1.
+-- Increments KEYS[1] by `by` unless that would pass `limit` (args {by, limit}); returns the new value or -1.
+local args = cjson.decode(ARGV[1])
 local value = tonumber(redis.call("GET", KEYS[1]) or "0")
-local step = tonumber(ARGV[1])
-if value + step > tonumber(ARGV[2]) then
+if value + args.by > args.limit then
   return -1
 end
-return redis.call("INCRBY", KEYS[1], step)
+return redis.call("INCRBY", KEYS[1], args.by)

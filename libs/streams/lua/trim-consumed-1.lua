@@ -1,9 +1,12 @@
 -- Trims one pipeline stream up to the oldest entry some consumer group may still need: an entry goes only once
--- every group has been delivered past it and it is pending for none. One atomic step on the stream's own key.
--- KEYS[1] = stream. Returns {minId, removed}: the MINID trimmed to ('' when nothing may go) and how many entries
--- left. A stream without groups is left alone (nobody has said what it still needs).
+-- every group has been delivered past it and it is pending for none. One atomic step on the stream's own key, so no
+-- group reads or claims between the look at the groups and the trim.
+-- KEYS[1] = stream; no args. Answers {outcome = 'trimmed', minId, removed}: the MINID trimmed to and how many entries
+-- left, or {outcome = 'kept'} when nothing may go. A stream without groups is left alone (nobody has said what it
+-- still needs).
 local stream = KEYS[1]
-if redis.call('EXISTS', stream) == 0 then return {'', 0} end
+local KEPT = cjson.encode({outcome = 'kept'})
+if redis.call('EXISTS', stream) == 0 then return KEPT end
 
 local function parse(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
@@ -27,6 +30,6 @@ for _, fields in ipairs(groups) do
   end
   if floor == nil or older(needed, floor) then floor = needed end
 end
-if floor == nil then return {'', 0} end
+if floor == nil then return KEPT end
 local min_id = string.format('%.0f-%.0f', floor[1], floor[2])
-return {min_id, redis.call('XTRIM', stream, 'MINID', '~', min_id)}
+return cjson.encode({outcome = 'trimmed', minId = min_id, removed = redis.call('XTRIM', stream, 'MINID', '~', min_id)})

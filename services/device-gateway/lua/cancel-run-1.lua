@@ -2,23 +2,26 @@
 -- A repeated cancel changes nothing and queues nothing. The stop is queued before the mark, since a script
 -- does not roll back: a failed XADD must leave the run uncancelled so the Lamp's retry can succeed.
 -- A first cancel is a run.update (`cancelled`).
--- KEYS[1] = B; ARGV: runId, stopKey, now, stopCommandJson
+-- KEYS[1] = B; args {runId, stopKey, now, stopCommandJson}. Answers {outcome}: not_found | already_cancelled |
+-- cancelled | stop_queued.
+--!include os-keys.lua
 --!include emit-run-update.lua
 local base = KEYS[1]
-local runKey = base .. ':run:' .. ARGV[1]
+local args = cjson.decode(ARGV[1])
+local runKey = os_keys.run(base, args.runId)
 local run = redis.call('HMGET', runKey, 'state', 'cancelledAt')
 if not run[1] then
-  return 'not_found'
+  return cjson.encode({outcome = 'not_found'})
 end
 if run[2] then
-  return 'already_cancelled'
+  return cjson.encode({outcome = 'already_cancelled'})
 end
 if run[1] ~= 'pending' then
-  redis.call('HSET', runKey, 'cancelledAt', ARGV[3])
-  emit_run_update(base, ARGV[1], 'cancelled', '', '', ARGV[3])
-  return 'cancelled'
+  redis.call('HSET', runKey, 'cancelledAt', args.now)
+  emit_run_update(base, args.runId, 'cancelled', '', '', args.now)
+  return cjson.encode({outcome = 'cancelled'})
 end
-redis.call('XADD', base .. ':commands', '*', 'payload', ARGV[4])
-redis.call('HSET', runKey, 'cancelledAt', ARGV[3], 'stopKey', ARGV[2])
-emit_run_update(base, ARGV[1], 'cancelled', '', '', ARGV[3])
-return 'stop_queued'
+redis.call('XADD', os_keys.commands(base), '*', 'payload', args.stopCommandJson)
+redis.call('HSET', runKey, 'cancelledAt', args.now, 'stopKey', args.stopKey)
+emit_run_update(base, args.runId, 'cancelled', '', '', args.now)
+return cjson.encode({outcome = 'stop_queued'})

@@ -1,12 +1,16 @@
--- Keeps this gateway instance advertised as the holder of the device's Lamp socket, unless another took it.
--- KEYS[1] = presence key; ARGV: gatewayInstanceId, ttlMs, mode ('claim' | 'refresh' | 'release')
+-- Keeps this gateway instance advertised as the holder of the device's Lamp socket, unless another took it: read and
+-- write in one step, so a refresh or release never overwrites or drops another instance's claim made meanwhile.
+-- KEYS[1] = presence key; args {gatewayInstanceId, ttlMs, mode: claim | refresh | release}. Answers {outcome}:
+-- held | released | not_ours.
+local args = cjson.decode(ARGV[1])
 local holder = redis.call('GET', KEYS[1])
-if ARGV[3] == 'claim' or (ARGV[3] == 'refresh' and (holder == false or holder == ARGV[1])) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
+local ours = holder == args.gatewayInstanceId
+if args.mode == 'claim' or (args.mode == 'refresh' and (holder == false or ours)) then
+  redis.call('SET', KEYS[1], args.gatewayInstanceId, 'PX', args.ttlMs)
+  return cjson.encode({outcome = 'held'})
 end
-if ARGV[3] == 'release' and holder == ARGV[1] then
+if args.mode == 'release' and ours then
   redis.call('DEL', KEYS[1])
-  return 1
+  return cjson.encode({outcome = 'released'})
 end
-return 0
+return cjson.encode({outcome = 'not_ours'})

@@ -1,21 +1,23 @@
 -- Persists identity bindings before the evidence that depends on them is emitted: the agent's mapping store keyed by
 -- a digest of the native scope (seed 004's durable correlation table), shared by every runtime of the agent, so a
 -- resumed session's next runtime and a reprocessed record find the row already there. A binding that already exists
--- is kept; a native scope already bound to another app id is a conflict.
+-- is kept; a native scope already bound to another app id is a conflict. One step, so the mapping store and its
+-- retention index never disagree about a binding.
 -- Retention: each binding's last sighting is its score in the index beside the hash (`:identity-at`); a binding not
 -- seen for retentionMs is removed here, a bounded number per call (twice the bindings written, so removal keeps pace
 -- with writing), and both keys expire when the agent goes quiet (between one and one and a half retentions after its
 -- last binding).
 -- KEYS[1] = agent base (<p>:ev:{a:<agentId>}); derived keys share its hash tag.
--- ARGV: retentionMs, now (epoch ms), then triples of scopeKey, json, appEntityId.
--- Returns the number of conflicting bindings.
+-- Args {retentionMs, now (epoch ms), bindings = [{scopeKey, json, appEntityId}, ...]}.
+-- Answers {conflicts}: the number of conflicting bindings.
 local identityKey = KEYS[1] .. ":identity"
 local identityIndex = KEYS[1] .. ":identity-at"
-local retention, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local args = cjson.decode(ARGV[1])
+local retention, now = args.retentionMs, args.now
 local conflicts = 0
 local sightings = {}
-for index = 3, #ARGV, 3 do
-  local scopeKey, json, appEntityId = ARGV[index], ARGV[index + 1], ARGV[index + 2]
+for _, binding in ipairs(args.bindings) do
+  local scopeKey, json, appEntityId = binding.scopeKey, binding.json, binding.appEntityId
   if redis.call("HSETNX", identityKey, scopeKey, json) == 0 then
     -- A stored row is a JSON array whose second element is the app id (identity-binding.ts, storedBindingRowSchema).
     local existing = cjson.decode(redis.call("HGET", identityKey, scopeKey))
@@ -42,4 +44,4 @@ if redis.call("PTTL", identityKey) < retention then
   redis.call("PEXPIRE", identityKey, renewed_ttl)
   redis.call("PEXPIRE", identityIndex, renewed_ttl)
 end
-return conflicts
+return cjson.encode({conflicts = conflicts})

@@ -6,19 +6,29 @@ import type { TurnSendRequest, TurnStopRequest } from "../../../libs/contract/ha
 import { receiptSchema, type Receipt } from "../../../libs/contract/receipt.js";
 import { STREAMS, harnessDispatchSchema, type HarnessDispatch } from "../../../libs/contract/streams.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 import { execPipeline } from "../../../libs/redis/pipeline.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import { HarnessDeviceKeys, undispatchedDevicesKey } from "../../../libs/harness-store/harness-keys.js";
 
-/** {status, receiptJson}: the stored receipt when accepted or a duplicate, '' otherwise. */
-const reserveScript = LuaScript.fromFile(
-  new URL("../lua/reserve-1.lua", import.meta.url),
-  z.union([
-    z.tuple([z.enum(["accepted", "duplicate"]), z.string().min(1)]),
-    z.tuple([z.enum(["conflict", "backpressure", "revoked"]), z.literal("")]),
-  ]),
-);
+/** A duplicate answers the receipt stored by the first request. */
+const reserveReplySchema = z.discriminatedUnion("status", [
+  z.object({ status: z.literal("duplicate"), receiptJson: z.string().min(1) }),
+  z.object({ status: z.enum(["accepted", "conflict", "backpressure", "revoked"]) }),
+]);
+const reserveScript = NamedLuaScript.fromFile<
+  {
+    idempotencyKey: string;
+    requestHash: string;
+    receiptJson: string;
+    dispatchJson: string;
+    now: number;
+    capacity: number;
+    retentionMs: number;
+    tokenIssuedAt: number;
+  },
+  typeof reserveReplySchema
+>(new URL("../lua/reserve-1.lua", import.meta.url), reserveReplySchema);
 
 export type ReservableRequest = TurnSendRequest | TurnStopRequest;
 
@@ -70,30 +80,27 @@ export class ReservationStore {
     };
     const dispatch = dispatchOf(deviceId, deliveryId, request, now);
     const device = new HarnessDeviceKeys(this.keys, deviceId);
-    const reserved = reserveScript.run(
-      this.redis,
-      [device.base],
-      [
-        request.idempotencyKey,
-        requestHash(request),
-        JSON.stringify(receipt),
-        JSON.stringify(dispatch),
-        now,
-        this.limits.capacity,
-        this.limits.retentionMs,
-        tokenIssuedAt,
-      ],
-    );
+    const reserved = reserveScript.run(this.redis, [device.base], {
+      idempotencyKey: request.idempotencyKey,
+      requestHash: requestHash(request),
+      receiptJson: JSON.stringify(receipt),
+      dispatchJson: JSON.stringify(dispatch),
+      now,
+      capacity: this.limits.capacity,
+      retentionMs: this.limits.retentionMs,
+      tokenIssuedAt,
+    });
     // Issued in the same tick, so on the same connection Redis runs it right after the reserve step, even if this
     // process dies before the reply: the dispatch sweep's index then lists every device it might have work on
     // (a duplicate or refused request lists it needlessly; the sweep takes it out again). See dispatch-sweep.ts.
-    const [[status, stored]] = await Promise.all([
+    const [reply] = await Promise.all([
       reserved,
       this.redis.zadd(undispatchedDevicesKey(this.keys), "NX", now, deviceId),
     ]);
-    if (status === "accepted") return { status, receipt, dispatch };
-    if (status === "duplicate") return { status, receipt: receiptSchema.parse(JSON.parse(stored)) };
-    return { status };
+    if (reply.status === "accepted") return { status: reply.status, receipt, dispatch };
+    if (reply.status === "duplicate")
+      return { status: reply.status, receipt: receiptSchema.parse(JSON.parse(reply.receiptJson)) };
+    return { status: reply.status };
   }
 
   /**

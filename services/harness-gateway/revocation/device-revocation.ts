@@ -1,14 +1,19 @@
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 import { HarnessDeviceKeys, revocationsChannel } from "../../../libs/harness-store/harness-keys.js";
 
-/** {reservations, results, events}: how many of each the revocation deleted. */
-const revokeScript = LuaScript.fromFile(
-  new URL("../lua/revoke-device-1.lua", import.meta.url),
-  z.tuple([z.number().int(), z.number().int(), z.number().int()]),
-);
+/** How many of each the revocation deleted. */
+const revokeReplySchema = z.object({
+  reservations: z.number().int().nonnegative(),
+  results: z.number().int().nonnegative(),
+  events: z.number().int().nonnegative(),
+});
+const revokeScript = NamedLuaScript.fromFile<
+  { now: number; revocationsChannel: string; deviceId: string },
+  typeof revokeReplySchema
+>(new URL("../lua/revoke-device-1.lua", import.meta.url), revokeReplySchema);
 
 export interface RevocationReport {
   deviceId: string;
@@ -23,10 +28,10 @@ export async function revokeDevice(
   keys: Keyspace,
   deviceId: string,
 ): Promise<RevocationReport> {
-  const [reservations, results, events] = await revokeScript.run(
-    redis,
-    [new HarnessDeviceKeys(keys, deviceId).base],
-    [Date.now(), revocationsChannel(keys), deviceId],
-  );
-  return { deviceId, reservations, results, events };
+  const deleted = await revokeScript.run(redis, [new HarnessDeviceKeys(keys, deviceId).base], {
+    now: Date.now(),
+    revocationsChannel: revocationsChannel(keys),
+    deviceId,
+  });
+  return { deviceId, ...deleted };
 }

@@ -1,8 +1,8 @@
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { flatRecord } from "../../../libs/redis/flat-reply.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
+import { luaList } from "../../../libs/redis/lua-reply.js";
 import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import {
   storedEventSchema,
@@ -11,23 +11,37 @@ import {
   type StoredResult,
 } from "../../../libs/harness-store/stored-records.js";
 
-/** {head, resultIds}: the log head before the resync and the retained results it re-sends. */
-const openResyncScript = LuaScript.fromFile(
+/** The log head before the resync and the retained results it re-sends. */
+const resyncReplySchema = z.object({ head: z.number().int().nonnegative(), resultIds: luaList(z.string()) });
+const openResyncScript = NamedLuaScript.fromFile<Record<string, never>, typeof resyncReplySchema>(
   new URL("../lua/open-resync-1.lua", import.meta.url),
-  z.tuple([z.number().int(), z.array(z.string())]),
+  resyncReplySchema,
 );
 
-/** {head, floor} of the device's log. */
-const logBoundsScript = LuaScript.fromFile(
+/** The head and floor of the device's log. */
+const boundsReplySchema = z.object({
+  head: z.number().int().nonnegative(),
+  floor: z.number().int().nonnegative(),
+});
+const logBoundsScript = NamedLuaScript.fromFile<Record<string, never>, typeof boundsReplySchema>(
   new URL("../lua/log-bounds-1.lua", import.meta.url),
-  z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
+  boundsReplySchema,
 );
 
-/** {eventId, body, resultFields} of each event past the cursor (resultFields empty unless a stored result's). */
-const eventsAfterScript = LuaScript.fromFile(
-  new URL("../lua/events-after-1.lua", import.meta.url),
-  z.array(z.tuple([z.string(), z.string(), z.array(z.string()).transform(flatRecord)])),
-);
+/** Each event past the cursor with its body, and a result event's stored result fields while it is stored. */
+const eventsReplySchema = z.object({
+  events: luaList(
+    z.object({
+      eventId: z.number().int().positive(),
+      body: z.string(),
+      result: z.record(z.string(), z.string()).optional(),
+    }),
+  ),
+});
+const eventsAfterScript = NamedLuaScript.fromFile<
+  { cursor: number; limit: number },
+  typeof eventsReplySchema
+>(new URL("../lua/events-after-1.lua", import.meta.url), eventsReplySchema);
 
 export interface LoggedEvent {
   eventId: number;
@@ -49,19 +63,21 @@ export class DeviceEventLog {
 
   /** `head`: last eventId handed out; `floor`: highest eventId trimmed (a resume below it missed events). */
   async bounds(deviceId: string): Promise<{ head: number; floor: number }> {
-    const [head, floor] = await logBoundsScript.run(this.redis, [this.device(deviceId).base], []);
-    return { head, floor };
+    return logBoundsScript.run(this.redis, [this.device(deviceId).base], {});
   }
 
   /** Up to `limit` events past `cursor`, each result event with its stored result: one round trip. */
   async after(deviceId: string, cursor: number, limit: number): Promise<LoggedEvent[]> {
-    const logged = await eventsAfterScript.run(this.redis, [this.device(deviceId).base], [cursor, limit]);
-    return logged.map(([eventId, body, resultFields]) => {
-      const result = storedResultOf(resultFields);
+    const { events } = await eventsAfterScript.run(this.redis, [this.device(deviceId).base], {
+      cursor,
+      limit,
+    });
+    return events.map(({ eventId, body, result }) => {
+      const stored = storedResultOf(result ?? {});
       return {
-        eventId: Number(eventId),
+        eventId,
         body: storedEventSchema.parse(JSON.parse(body)),
-        ...(result ? { result } : {}),
+        ...(stored ? { result: stored } : {}),
       };
     });
   }
@@ -71,8 +87,7 @@ export class DeviceEventLog {
   }
 
   async openResync(deviceId: string): Promise<{ head: number; resultIds: string[] }> {
-    const [head, resultIds] = await openResyncScript.run(this.redis, [this.device(deviceId).base], []);
-    return { head, resultIds };
+    return openResyncScript.run(this.redis, [this.device(deviceId).base], {});
   }
 }
 

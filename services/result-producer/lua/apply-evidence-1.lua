@@ -4,13 +4,14 @@
 -- receipt already there; a result's evidenceId is kept on each member's reservation (`resultEvidence`, beside
 -- `resultId`), so the same evidence again answers `duplicate` with the first resultId (a regenerated one is never
 -- used) and other evidence naming a member already in a result is withheld.
--- KEYS[1] = device base. ARGV: now, eventsChannel, deviceId, eventCapacity, then per piece: op, evidenceId, argsJson.
--- Returns per piece {status, detail}: applied | withheld | duplicate (nothing left to change).
-local base = KEYS[1]
-local now, channel, device_id, event_capacity = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
-local log_key = base .. ':event-log'
-
+-- KEYS[1] = device base. Args {now, eventsChannel, deviceId, eventCapacity, pieces = [{op, evidenceId, args}, ...]}.
+-- Answers {answers = [{status, detail?}, ...]}, one per piece: applied | withheld | duplicate (nothing left to change).
 --!include receipt-rank.lua
+--!include harness-keys.lua
+local base = KEYS[1]
+local batch = cjson.decode(ARGV[1])
+local now, event_capacity = batch.now, batch.eventCapacity
+local log_key = harness_keys.eventLog(base)
 local events = {}
 
 local function append_event(body)
@@ -19,7 +20,7 @@ local function append_event(body)
 end
 
 local function load_receipt(key)
-  local raw = redis.call('HGET', base .. ':res:' .. key, 'receipt')
+  local raw = redis.call('HGET', harness_keys.reservation(base, key), 'receipt')
   if not raw then return nil end
   return cjson.decode(raw)
 end
@@ -30,8 +31,8 @@ local function save_receipt(key, receipt, extra)
   local fields = extra or {}
   fields[#fields + 1] = 'receipt'
   fields[#fields + 1] = cjson.encode(receipt)
-  redis.call('HSET', base .. ':res:' .. key, unpack(fields))
-  if RECEIPT_RANK[receipt.state] == 3 then redis.call('ZADD', base .. ':res-terminal', now, key) end
+  redis.call('HSET', harness_keys.reservation(base, key), unpack(fields))
+  if RECEIPT_RANK[receipt.state] == 3 then redis.call('ZADD', harness_keys.terminalReservations(base), now, key) end
   append_event({kind = 'receipt.updated', receipt = receipt})
 end
 
@@ -58,11 +59,11 @@ local function mark_unknown(members, code, message)
 end
 
 local function trim_results(capacity)
-  local over = redis.call('ZCARD', base .. ':results') - capacity
+  local over = redis.call('ZCARD', harness_keys.results(base)) - capacity
   if over <= 0 then return end
-  local oldest = redis.call('ZRANGE', base .. ':results', 0, math.min(over, 256) - 1)
-  redis.call('ZREM', base .. ':results', unpack(oldest))
-  for _, result_id in ipairs(oldest) do redis.call('DEL', base .. ':result:' .. result_id) end
+  local oldest = redis.call('ZRANGE', harness_keys.results(base), 0, math.min(over, 256) - 1)
+  redis.call('ZREM', harness_keys.results(base), unpack(oldest))
+  for _, result_id in ipairs(oldest) do redis.call('DEL', harness_keys.result(base, result_id)) end
 end
 
 -- A member may join a result only if it is this device's unresolved turn.send of the same agent, not yet in
@@ -81,15 +82,15 @@ end
 local function store_result(evidence_id, args)
   local reservations = {}
   for index, member in ipairs(args.members) do
-    reservations[index] = redis.call('HMGET', base .. ':res:' .. member.key, 'receipt', 'resultId', 'resultEvidence')
+    reservations[index] = redis.call('HMGET', harness_keys.reservation(base, member.key), 'receipt', 'resultId', 'resultEvidence')
   end
   local first = reservations[1]
-  if first[3] == evidence_id and first[2] then return {'duplicate', first[2]} end
+  if first[3] == evidence_id and first[2] then return {status = 'duplicate', detail = first[2]} end
   for index, member in ipairs(args.members) do
     local problem = member_problem(member, reservations[index], args.agentId)
     if problem then
       mark_unknown(args.members, 'RESULT_EVIDENCE_MISSING', 'membership not proven: ' .. problem)
-      return {'withheld', 'RESULT_EVIDENCE_MISSING'}
+      return {status = 'withheld', detail = 'RESULT_EVIDENCE_MISSING'}
     end
   end
   local single_turn_id = ''
@@ -103,29 +104,29 @@ local function store_result(evidence_id, args)
     else
       -- A failed or cancelled result leaves the receipt `started` on the wire (no receipt-outcome extension yet),
       -- but the input is over: it is evictable like a terminal receipt, so it stops holding receipt capacity.
-      redis.call('HSET', base .. ':res:' .. member.key, unpack(claimed))
-      redis.call('ZADD', base .. ':res-terminal', now, member.key)
+      redis.call('HSET', harness_keys.reservation(base, member.key), unpack(claimed))
+      redis.call('ZADD', harness_keys.terminalReservations(base), now, member.key)
     end
   end
   local single_key = ''
   if #args.members == 1 then single_key = args.members[1].key else single_turn_id = '' end
-  redis.call('HSET', base .. ':result:' .. args.resultId, 'resultId', args.resultId, 'payload', args.payload,
+  redis.call('HSET', harness_keys.result(base, args.resultId), 'resultId', args.resultId, 'payload', args.payload,
     'agentId', args.agentId, 'machineId', args.machineId, 'outcome', args.outcome, 'scope', args.scope,
     'singleKey', single_key, 'singleTurnId', single_turn_id, 'storedAt', now)
-  redis.call('ZADD', base .. ':results', now, args.resultId)
+  redis.call('ZADD', harness_keys.results(base), now, args.resultId)
   append_event({kind = 'result', resultId = args.resultId})
   append_event({kind = 'turn.done', agentId = args.agentId, machineId = args.machineId,
     payload = {resultId = args.resultId, outcome = args.outcome}})
   trim_results(args.resultCapacity)
-  return {'applied', args.resultId}
+  return {status = 'applied', detail = args.resultId}
 end
 
 -- One receipt transition: applied when it moved the receipt, duplicate when the receipt was already there.
 local function advance(args, state, change)
   local receipt = advancing(args.key, args.deliveryId, state)
-  if not receipt then return {'duplicate', ''} end
+  if not receipt then return {status = 'duplicate'} end
   change(receipt)
-  return {'applied', ''}
+  return {status = 'applied'}
 end
 
 local function apply(op, evidence_id, args)
@@ -154,29 +155,29 @@ local function apply(op, evidence_id, args)
     end)
   elseif op == 'stop_confirmed' then
     local receipt = advancing(args.key, args.deliveryId, 'completed')
-    if not receipt or receipt.operation ~= 'turn.stop' then return {'duplicate', ''} end
+    if not receipt or receipt.operation ~= 'turn.stop' then return {status = 'duplicate'} end
     receipt.state = 'completed'
     save_receipt(args.key, receipt)
-    return {'applied', ''}
+    return {status = 'applied'}
   elseif op == 'unknown' then
-    if mark_unknown(args.members, args.code, args.message) then return {'withheld', args.code} end
-    return {'duplicate', args.code}
+    if mark_unknown(args.members, args.code, args.message) then return {status = 'withheld', detail = args.code} end
+    return {status = 'duplicate', detail = args.code}
   elseif op == 'result' then
     return store_result(evidence_id, args)
   end
 end
 
 local OPS = {delivered = true, consumed = true, rejected = true, stop_confirmed = true, unknown = true, result = true}
-for index = 5, #ARGV, 3 do
-  if not OPS[ARGV[index]] then return redis.error_reply('apply-evidence: unknown op ' .. ARGV[index]) end
+for _, piece in ipairs(batch.pieces) do
+  if not OPS[piece.op] then return redis.error_reply('apply-evidence: unknown op ' .. tostring(piece.op)) end
 end
 local answers = {}
-for index = 5, #ARGV, 3 do
-  answers[#answers + 1] = apply(ARGV[index], ARGV[index + 1], cjson.decode(ARGV[index + 2]))
+for _, piece in ipairs(batch.pieces) do
+  answers[#answers + 1] = apply(piece.op, piece.evidenceId, piece.args)
 end
 
 if #events > 0 then
-  local seq_key = base .. ':event-seq'
+  local seq_key = harness_keys.eventSequence(base)
   local last = redis.call('INCRBY', seq_key, #events)
   if last == #events then
     -- The counter was absent (e.g. restored data): continue after the log's newest entry, never below it.
@@ -189,6 +190,6 @@ if #events > 0 then
   for index, body in ipairs(events) do
     redis.call('XADD', log_key, 'MAXLEN', event_capacity, '0-' .. (last - #events + index), 'e', body)
   end
-  redis.call('PUBLISH', channel, device_id)
+  redis.call('PUBLISH', batch.eventsChannel, batch.deviceId)
 end
-return answers
+return cjson.encode({answers = answers})

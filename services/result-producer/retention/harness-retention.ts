@@ -3,16 +3,26 @@ import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 import type { NextDue } from "../../../libs/retention/retention-index.js";
 import { harnessRetentionIndex } from "../../../libs/retention/retention-keys.js";
 import { startPeriodicSweep } from "../../../libs/retention/retention-sweeper.js";
 
-/** {removed, nextDue}; nextDue 0 = nothing left to expire. */
-const expireRetained = LuaScript.fromFile(
-  new URL("../lua/expire-retained-1.lua", import.meta.url),
-  z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
-);
+/** How many records went, and when the device comes due again (absent: nothing left to expire). */
+const expiryReplySchema = z.object({
+  removed: z.number().int().nonnegative(),
+  nextDue: z.number().int().nonnegative().optional(),
+});
+const expireRetained = NamedLuaScript.fromFile<
+  {
+    now: number;
+    eventRetentionMs: number;
+    resultRetentionMs: number;
+    receiptRetentionMs: number;
+    limit: number;
+  },
+  typeof expiryReplySchema
+>(new URL("../lua/expire-retained-1.lua", import.meta.url), expiryReplySchema);
 
 /** Records removed per kind per expiry step; a device with more left is due again at once. */
 const REMOVALS_PER_STEP = 512;
@@ -45,19 +55,15 @@ export async function expireHarnessDevice(
   settings: HarnessRetentionSettings,
   now = Date.now(),
 ): Promise<NextDue> {
-  const [removed, nextDue] = await expireRetained.run(
-    redis,
-    [new HarnessDeviceKeys(keys, deviceId).base],
-    [
-      now,
-      settings.eventRetentionMs,
-      settings.resultRetentionMs,
-      settings.receiptRetentionMs,
-      REMOVALS_PER_STEP,
-    ],
-  );
+  const { removed, nextDue } = await expireRetained.run(redis, [new HarnessDeviceKeys(keys, deviceId).base], {
+    now,
+    eventRetentionMs: settings.eventRetentionMs,
+    resultRetentionMs: settings.resultRetentionMs,
+    receiptRetentionMs: settings.receiptRetentionMs,
+    limit: REMOVALS_PER_STEP,
+  });
   if (removed >= REMOVALS_PER_STEP) return now;
-  return nextDue === 0 ? undefined : nextDue;
+  return nextDue;
 }
 
 /** The result-producer's periodic sweep of `<p>:h:retention-due`: only devices that are due are touched. */
