@@ -80,12 +80,14 @@ export class LampEventHandler {
     const { reader, store, queue, metrics, log } = this.options;
     const resultKey = await reader.resultKeyById(event.deviceId, event.resultId);
     if (!resultKey) {
+      await store.releaseRepeat(event.deviceId, event.playbackId);
       metrics.ignoredLampEvents.inc({ reason: "repeat_unknown_result" });
       log.info({ deviceId: event.deviceId, resultId: event.resultId }, "repeat of an unknown result ignored");
       return;
     }
     const result = await reader.result(event.deviceId, resultKey);
     if (result.deviceId !== event.deviceId) {
+      await store.releaseRepeat(event.deviceId, event.playbackId);
       metrics.ignoredLampEvents.inc({ reason: "repeat_not_owner" });
       return;
     }

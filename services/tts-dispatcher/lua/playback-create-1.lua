@@ -1,5 +1,5 @@
 -- Creates one explicit playback ("say that again") unless it exists (KEYS[1] = device base B). A queued one joins the
--- end of the device's line in the same step. Every repeat record expires retentionMs after its request: nothing else
+-- end of the device's line in the same step; one created suppressed gives back the device-gateway's reservation. Every repeat record expires retentionMs after its request: nothing else
 -- (no outbox entry) would ever remove it.
 -- Args: {playbackId, now, deviceId, resultKey, resultId, state (queued|suppressed), reason?, voiceTargetId, text,
 --        retentionMs}. Replies {created, state}.
@@ -15,5 +15,10 @@ redis.call('HSET', key,
   'text', args.text)
 if args.reason then redis.call('HSET', key, 'reason', args.reason) end
 redis.call('PEXPIRE', key, args.retentionMs)
-if state == 'queued' then redis.call('RPUSH', base .. ':playbacks:line', args.playbackId) end
+if state == 'queued' then
+  redis.call('RPUSH', base .. ':playbacks:line', args.playbackId)
+else
+  -- Never queued: it no longer counts against the device's queued repeats (accept-repeat-1.lua).
+  redis.call('ZREM', base .. ':playbacks:repeats', args.playbackId)
+end
 return cjson.encode({ created = true, state = state })

@@ -44,7 +44,7 @@ end
 
 -- Moves the playback (and its outbox entry, for an answer) to `to`, stamping <to>At; `reason` and `ack` may be nil.
 -- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it). Leaving
--- queued or sending for anything but sending leaves the line; moving to uncertain or failed is a run.update
+-- queued or sending for anything but sending leaves the line (and, for a repeat, its reservation); moving to uncertain or failed is a run.update
 -- `playback`, to suppressed one `suppressed`, for each member run. Answers the playback to wake, if any.
 local function move_playback(base, playback, to, reason, now, ack)
   local fields = { 'state', to, to .. 'At', now }
@@ -65,7 +65,11 @@ local function move_playback(base, playback, to, reason, now, ack)
   -- Only a queued playback can be waiting for the Lamp.
   if playback.state == 'queued' then redis.call('ZREM', base .. ':playbacks:awaiting-lamp', playback.id) end
   local wake
-  if IN_LINE[playback.state] and to ~= 'sending' then wake = leave_line(base, playback.id) end
+  if IN_LINE[playback.state] and to ~= 'sending' then
+    wake = leave_line(base, playback.id)
+    -- A repeat that started or ended no longer counts against the device's queued repeats (accept-repeat-1.lua).
+    if playback.kind == 'repeat' then redis.call('ZREM', base .. ':playbacks:repeats', playback.id) end
+  end
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, playback.resultKey, change, reason or '', playback.id, now) end
   return wake

@@ -198,6 +198,11 @@ export class PlaybackStore {
     return abandonPlayback.run(this.redis, [this.base(deviceId)], { playbackId, now });
   }
 
+  /** A repeat that will never be created (its result is unknown to the device) gives back its reservation. */
+  async releaseRepeat(deviceId: string, playbackId: string): Promise<void> {
+    await this.redis.zrem(this.device(deviceId).repeatsAccepted, playbackId);
+  }
+
   /** The playback at the head of the device's line, the one that may be sent. */
   async lineHead(deviceId: string): Promise<string | undefined> {
     return (await this.redis.lindex(this.device(deviceId).playbackLine, 0)) ?? undefined;
