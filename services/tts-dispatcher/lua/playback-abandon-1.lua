@@ -10,7 +10,7 @@ local args = cjson.decode(ARGV[1])
 local playback = load_playback(base, args.playbackId)
 if not playback then return cjson.encode({ verdict = 'unknown' }) end
 if playback.state == 'sending' then
-  return cjson.encode(ended(base, playback, 'uncertain', 'send_interrupted', args.now))
+  return cjson.encode(move_playback('ended', base, playback, 'uncertain', 'send_interrupted', args.now))
 end
-if playback.state == 'queued' then return cjson.encode(ended(base, playback, 'failed', 'worker_lost', args.now)) end
+if playback.state == 'queued' then return cjson.encode(move_playback('ended', base, playback, 'failed', 'worker_lost', args.now)) end
 return cjson.encode({ verdict = 'settled', state = playback.state })

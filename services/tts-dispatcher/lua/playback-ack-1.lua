@@ -20,16 +20,12 @@ local newer = not (playback.lastAck and ACK_RANK[playback.lastAck] and ACK_RANK[
 if playback.state == 'sending' or playback.state == 'uncertain' then
   local to, reason = 'played', nil
   if ack == 'rejected' then to, reason = 'failed', 'lamp_rejected' end
-  local wake = move_playback(base, playback, to, reason, now, newer and ack or nil)
-  return cjson.encode({
-    verdict = 'moved', kind = playback.kind, state = to, reason = reason, wake = wake,
-    sentAt = playback.state == 'sending' and playback.sentAt or nil,
-  })
+  local reply = move_playback('moved', base, playback, to, reason, now, newer and ack or nil)
+  if playback.state == 'sending' then reply.sentAt = playback.sentAt end
+  return cjson.encode(reply)
 end
 if playback.state == 'played' and ack ~= 'rejected' and newer then
-  for _, target in ipairs({ playback.key, playback.outboxKey }) do
-    redis.call('HSET', target, 'lastAck', ack, 'lastAckAt', now)
-  end
+  write_playback(base, playback, { 'lastAck', ack, 'lastAckAt', now }, false)
   return cjson.encode({ verdict = 'recorded' })
 end
 return cjson.encode({ verdict = 'stale', state = playback.state })

@@ -22,14 +22,14 @@
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
 local id, now = args.playbackId, args.now
-local line = line_key(base)
+local line = base .. ':playbacks:line'
 
 local playback = load_playback(base, id)
 if not playback then return cjson.encode({ verdict = 'unknown' }) end
 
 if playback.state == 'sending' then
-  if not playback.sentAt then return cjson.encode(ended(base, playback, 'uncertain', 'send_interrupted', now)) end
-  if playback.ackDeadline <= now then return cjson.encode(ended(base, playback, 'uncertain', 'ack_timeout', now)) end
+  if not playback.sentAt then return cjson.encode(move_playback('ended', base, playback, 'uncertain', 'send_interrupted', now)) end
+  if playback.ackDeadline <= now then return cjson.encode(move_playback('ended', base, playback, 'uncertain', 'ack_timeout', now)) end
   return cjson.encode({ verdict = 'awaiting-ack', ackDeadline = playback.ackDeadline })
 end
 if playback.state ~= 'queued' then return cjson.encode({ verdict = 'settled', state = playback.state }) end
@@ -37,11 +37,11 @@ if not playback.targetId or playback.targetId == '' then return cjson.encode({ v
 
 local limit = wait_limit(playback, args.repeatWaitMs)
 if playback.kind ~= 'repeat' then
-  if limit <= now then return cjson.encode(ended(base, playback, 'suppressed', 'expired', now)) end
+  if limit <= now then return cjson.encode(move_playback('ended', base, playback, 'suppressed', 'expired', now)) end
   if playback.newestRunId and playback.newestRunId ~= '' then
     local cancelledAt = redis.call('HGET', base .. ':run:' .. playback.newestRunId, 'cancelledAt')
     if cancelledAt and cancelledAt ~= '' then
-      return cjson.encode(ended(base, playback, 'suppressed', 'cancelled', now))
+      return cjson.encode(move_playback('ended', base, playback, 'suppressed', 'cancelled', now))
     end
   end
 end
@@ -60,10 +60,10 @@ local function head_to_wait_for()
       redis.call('LREM', line, 1, headId)
     elseif head.state == 'queued' and wait_limit(head, args.repeatWaitMs) <= now then
       local reason = head.kind == 'repeat' and 'lamp_offline' or 'expired'
-      local ending = ended(base, head, head.kind == 'repeat' and 'failed' or 'suppressed', reason, now)
+      local ending = move_playback('ended', base, head, head.kind == 'repeat' and 'failed' or 'suppressed', reason, now)
       endedHeads[#endedHeads + 1] = { kind = ending.kind, state = ending.state, reason = ending.reason }
     elseif head.state == 'sending' and head.ackDeadline and head.ackDeadline <= now then
-      local ending = ended(base, head, 'uncertain', 'ack_timeout', now)
+      local ending = move_playback('ended', base, head, 'uncertain', 'ack_timeout', now)
       endedHeads[#endedHeads + 1] = { kind = ending.kind, state = ending.state, reason = ending.reason }
     elseif head.state == 'queued' then
       return head, wait_limit(head, args.repeatWaitMs)
@@ -95,15 +95,16 @@ end
 
 local gateway = redis.call('GET', base .. ':lamp-presence')
 if not gateway or gateway == args.deadGateway then
-  if limit <= now then return with_ended_heads(ended(base, playback, 'failed', 'lamp_offline', now)) end
+  if limit <= now then return with_ended_heads(move_playback('ended', base, playback, 'failed', 'lamp_offline', now)) end
   local waitUntil = math.min(limit, now + args.offlineRecheckMs)
   redis.call('ZADD', base .. ':playbacks:awaiting-lamp', waitUntil, id)
   return with_ended_heads({ verdict = 'offline', waitUntil = waitUntil })
 end
 
-redis.call('HSET', playback.key, 'gatewayId', gateway)
-move_playback(base, playback, 'sending', nil, now)
-local resultId, text = unpack(redis.call('HMGET', playback.key, 'resultId', 'text'))
+local key = base .. ':playback:' .. id
+redis.call('HSET', key, 'gatewayId', gateway)
+move_playback('sending', base, playback, 'sending', nil, now)
+local resultId, text = unpack(redis.call('HMGET', key, 'resultId', 'text'))
 return with_ended_heads({
   verdict = 'sending',
   kind = playback.kind,

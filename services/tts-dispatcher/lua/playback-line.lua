@@ -8,21 +8,15 @@
 local IN_LINE = { queued = true, sending = true }
 local RUN_UPDATE_CHANGE = { uncertain = 'playback', failed = 'playback', suppressed = 'suppressed' }
 
-local function line_key(base)
-  return base .. ':playbacks:line'
-end
-
 -- One playback with every field a step decides on, read in one HMGET; nil when there is no such playback.
 local function load_playback(base, id)
-  local key = base .. ':playback:' .. id
-  local v = redis.call('HMGET', key, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt',
+  local v = redis.call('HMGET', base .. ':playback:' .. id, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt',
     'voiceTargetExpiresAt', 'newestRunId', 'voiceTargetId', 'sentAt', 'ackDeadline')
   if not v[1] then return nil end
   return {
-    id = id, key = key, state = v[1], kind = v[2], resultKey = v[3], reason = v[4] or nil, lastAck = v[5] or nil,
+    id = id, state = v[1], kind = v[2], resultKey = v[3], reason = v[4] or nil, lastAck = v[5] or nil,
     createdAt = tonumber(v[6] or '') or 0, targetExpiresAt = tonumber(v[7] or '') or 0, newestRunId = v[8] or nil,
     targetId = v[9] or nil, sentAt = tonumber(v[10] or ''), ackDeadline = tonumber(v[11] or ''),
-    outboxKey = v[2] == 'answer' and (base .. ':outbox:' .. v[3]) or nil,
   }
 end
 
@@ -35,18 +29,31 @@ end
 
 -- Takes the playback out of the line; when it was the head, answers the new head (its job may be waiting behind it).
 local function leave_line(base, id)
-  local line = line_key(base)
+  local line = base .. ':playbacks:line'
   local wasHead = redis.call('LINDEX', line, 0) == id
   redis.call('LREM', line, 1, id)
   if not wasHead then return nil end
   return redis.call('LINDEX', line, 0) or nil
 end
 
+-- Writes `fields` to the playback and, for an answer, to its outbox entry (which mirrors it); `dropReason` also deletes
+-- a `reason` left on either.
+local function write_playback(base, playback, fields, dropReason)
+  local key = base .. ':playback:' .. playback.id
+  local outbox = false
+  if playback.kind == 'answer' then outbox = base .. ':outbox:' .. playback.resultKey end
+  for _, target in ipairs(outbox and { key, outbox } or { key }) do
+    redis.call('HSET', target, unpack(fields))
+    if dropReason and (playback.reason or target == outbox) then redis.call('HDEL', target, 'reason') end
+  end
+end
+
 -- Moves the playback (and its outbox entry, for an answer) to `to`, stamping <to>At; `reason` and `ack` may be nil.
 -- A state without a reason has no `reason` field (a late ack turning uncertain into played clears it). Leaving
--- queued or sending for anything but sending leaves the line (and, for a repeat, its reservation); moving to uncertain or failed is a run.update
--- `playback`, to suppressed one `suppressed`, for each member run. Answers the playback to wake, if any.
-local function move_playback(base, playback, to, reason, now, ack)
+-- queued or sending for anything but sending leaves the line (and, for a repeat, its reservation); moving to uncertain
+-- or failed is a run.update `playback`, to suppressed one `suppressed`, for each member run. Answers the reply
+-- {verdict, kind, state, reason, wake}: wake is the new head of the line when this one was it.
+local function move_playback(verdict, base, playback, to, reason, now, ack)
   local fields = { 'state', to, to .. 'At', now }
   if reason then
     fields[#fields + 1] = 'reason'
@@ -58,10 +65,7 @@ local function move_playback(base, playback, to, reason, now, ack)
     fields[#fields + 1] = 'lastAckAt'
     fields[#fields + 1] = now
   end
-  for _, target in ipairs({ playback.key, playback.outboxKey }) do
-    redis.call('HSET', target, unpack(fields))
-    if not reason and (playback.reason or target == playback.outboxKey) then redis.call('HDEL', target, 'reason') end
-  end
+  write_playback(base, playback, fields, not reason)
   -- Only a queued playback can be waiting for the Lamp.
   if playback.state == 'queued' then redis.call('ZREM', base .. ':playbacks:awaiting-lamp', playback.id) end
   local wake
@@ -72,11 +76,5 @@ local function move_playback(base, playback, to, reason, now, ack)
   end
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, playback.resultKey, change, reason or '', playback.id, now) end
-  return wake
-end
-
--- A move that ends the playback's time in the line unsent or unconfirmed (suppressed, failed, uncertain), as a reply.
-local function ended(base, playback, to, reason, now)
-  local wake = move_playback(base, playback, to, reason, now)
-  return { verdict = 'ended', kind = playback.kind, state = to, reason = reason, wake = wake }
+  return { verdict = verdict, kind = playback.kind, state = to, reason = reason, wake = wake }
 end
