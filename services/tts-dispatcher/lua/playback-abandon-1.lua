@@ -12,5 +12,7 @@ if not playback then return cjson.encode({ verdict = 'unknown' }) end
 if playback.state == 'sending' then
   return cjson.encode(move_playback('ended', base, playback, 'uncertain', 'send_interrupted', args.now))
 end
-if playback.state == 'queued' then return cjson.encode(move_playback('ended', base, playback, 'failed', 'worker_lost', args.now)) end
+if playback.state == 'queued' then
+  return cjson.encode(move_playback('ended', base, playback, 'failed', 'worker_lost', args.now))
+end
 return cjson.encode({ verdict = 'settled', state = playback.state })

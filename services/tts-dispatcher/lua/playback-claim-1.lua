@@ -16,8 +16,8 @@
 --   offline       the head, no Lamp: indexed as awaiting the Lamp, re-checked at waitUntil or on lamp.connected.
 --   settled | invalid (queued without a voice target; never made by this service) | unknown: nothing to do.
 -- A head found overdue (queued past its wait limit, or sent past its ack deadline) or gone is ended or dropped here,
--- as its own job would: a head whose job is lost (its os.resolved dead-lettered after the outbox entry) so never holds
--- the line past its own deadline. `endedHeads` lists what those ends were, to be counted.
+-- as its own job would, so a head nobody works on never holds the line past its own deadline. `endedHeads` lists
+-- what those ends were, to be counted.
 --!include playback-line.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
@@ -28,8 +28,13 @@ local playback = load_playback(base, id)
 if not playback then return cjson.encode({ verdict = 'unknown' }) end
 
 if playback.state == 'sending' then
-  if not playback.sentAt then return cjson.encode(move_playback('ended', base, playback, 'uncertain', 'send_interrupted', now)) end
-  if playback.ackDeadline <= now then return cjson.encode(move_playback('ended', base, playback, 'uncertain', 'ack_timeout', now)) end
+  local reason
+  if not playback.sentAt then
+    reason = 'send_interrupted'
+  elseif playback.ackDeadline <= now then
+    reason = 'ack_timeout'
+  end
+  if reason then return cjson.encode(move_playback('ended', base, playback, 'uncertain', reason, now)) end
   return cjson.encode({ verdict = 'awaiting-ack', ackDeadline = playback.ackDeadline })
 end
 if playback.state ~= 'queued' then return cjson.encode({ verdict = 'settled', state = playback.state }) end
@@ -46,15 +51,15 @@ if playback.kind ~= 'repeat' then
   end
 end
 
--- The head this playback waits behind (as load_playback reads it) and until when it waits at the latest, or nil when it is the head (or not in
--- the line at all: written before the line existed, it goes once the line is empty). Overdue or gone heads are
--- ended or dropped on the way, a bounded number per step (the job looks again at once when the bound is hit).
+-- The head this playback waits behind (as load_playback reads it) and until when it waits at the latest, or nil when
+-- it is the head (or not in the line at all: written before the line existed, it goes once the line is empty). Heads
+-- overdue or gone are ended or dropped on the way: each look either answers or takes one head out, so the line's
+-- length bounds the looks.
 local endedHeads = {}
-local MAX_HEADS_ENDED = 8
 local function head_to_wait_for()
-  for _ = 1, MAX_HEADS_ENDED do
+  for _ = 1, redis.call('LLEN', line) do
     local headId = redis.call('LINDEX', line, 0)
-    if not headId or headId == id then return nil end
+    if headId == id then return nil end
     local head = load_playback(base, headId)
     if not head or not IN_LINE[head.state] then
       redis.call('LREM', line, 1, headId)
@@ -74,9 +79,7 @@ local function head_to_wait_for()
       return head, now + args.offlineRecheckMs
     end
   end
-  local headId = redis.call('LINDEX', line, 0)
-  if not headId or headId == id then return nil end
-  return load_playback(base, headId), now
+  return nil
 end
 
 local function with_ended_heads(reply)
@@ -95,7 +98,9 @@ end
 
 local gateway = redis.call('GET', base .. ':lamp-presence')
 if not gateway or gateway == args.deadGateway then
-  if limit <= now then return with_ended_heads(move_playback('ended', base, playback, 'failed', 'lamp_offline', now)) end
+  if limit <= now then
+    return with_ended_heads(move_playback('ended', base, playback, 'failed', 'lamp_offline', now))
+  end
   local waitUntil = math.min(limit, now + args.offlineRecheckMs)
   redis.call('ZADD', base .. ':playbacks:awaiting-lamp', waitUntil, id)
   return with_ended_heads({ verdict = 'offline', waitUntil = waitUntil })

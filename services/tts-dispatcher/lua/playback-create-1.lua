@@ -1,6 +1,6 @@
 -- Creates one explicit playback ("say that again") unless it exists (KEYS[1] = device base B). A queued one joins the
--- end of the device's line in the same step; one created suppressed gives back the device-gateway's reservation. Every repeat record expires retentionMs after its request: nothing else
--- (no outbox entry) would ever remove it.
+-- end of the device's line in the same step; one created suppressed gives back the device-gateway's reservation.
+-- Every repeat record expires retentionMs after its request: nothing else (no outbox entry) would ever remove it.
 -- Args: {playbackId, now, deviceId, resultKey, resultId, state (queued|suppressed), reason?, voiceTargetId, text,
 --        retentionMs}. Replies {created, state}.
 local base = KEYS[1]

@@ -10,8 +10,8 @@ local RUN_UPDATE_CHANGE = { uncertain = 'playback', failed = 'playback', suppres
 
 -- One playback with every field a step decides on, read in one HMGET; nil when there is no such playback.
 local function load_playback(base, id)
-  local v = redis.call('HMGET', base .. ':playback:' .. id, 'state', 'kind', 'resultKey', 'reason', 'lastAck', 'createdAt',
-    'voiceTargetExpiresAt', 'newestRunId', 'voiceTargetId', 'sentAt', 'ackDeadline')
+  local v = redis.call('HMGET', base .. ':playback:' .. id, 'state', 'kind', 'resultKey', 'reason', 'lastAck',
+    'createdAt', 'voiceTargetExpiresAt', 'newestRunId', 'voiceTargetId', 'sentAt', 'ackDeadline')
   if not v[1] then return nil end
   return {
     id = id, state = v[1], kind = v[2], resultKey = v[3], reason = v[4] or nil, lastAck = v[5] or nil,

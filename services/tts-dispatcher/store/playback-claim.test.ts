@@ -68,4 +68,38 @@ describe("the playback claim hands the worker what it sends", () => {
     expect(claim).toEqual({ verdict: "invalid" });
     expect(await os.playback(deviceId, playbackId)).toMatchObject({ state: "queued" });
   });
+
+  it("a claim behind a head past its voice target ends that head, counts it, and is sent itself", async () => {
+    const deviceId = `lamp-claim-${++deviceSeq}`;
+    await os.setPresence(deviceId);
+    const now = Date.now();
+    const answer = (resultId: string, voiceTargetExpiresAt: number) =>
+      store.createOutboxEntry(
+        {
+          deviceId,
+          resultKey: resultKeyOf("instance-1", resultId),
+          resultId,
+          state: "queued",
+          speechText: `The answer to ${resultId}.`,
+          voiceTargetId: "kitchen",
+          voiceTargetExpiresAt,
+          playbackId: `answer-${resultId}`,
+        },
+        now,
+      );
+    await answer("stale", now + 1);
+    await answer("fresh", now + 60_000);
+    expect(await os.line(deviceId)).toEqual(["answer-stale", "answer-fresh"]);
+
+    const claim = await store.claim(deviceId, "answer-fresh", CLAIM, now + 2);
+    expect(claim).toMatchObject({
+      verdict: "sending",
+      endedHeads: [{ kind: "answer", state: "suppressed", reason: "expired" }],
+    });
+    expect(await os.playback(deviceId, "answer-stale")).toMatchObject({
+      state: "suppressed",
+      reason: "expired",
+    });
+    expect(await os.line(deviceId)).toEqual(["answer-fresh"]);
+  });
 });
