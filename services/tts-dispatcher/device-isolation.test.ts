@@ -30,7 +30,10 @@ afterAll(async () => {
 const startsFor = async (deviceId: string) =>
   (await os.deliveries()).filter((delivery) => delivery.deviceId === deviceId);
 
-/** Resolves one result for a present Lamp and waits for its playback.start; answers the ms from queued to sending. */
+/**
+ * Resolves one result for a present Lamp and waits for its playback.start in the gateway stream; answers the ms its
+ * playback took from queued to sending (the claim).
+ */
 async function answerSent(
   deviceId: string,
   resultId: string,
@@ -38,10 +41,11 @@ async function answerSent(
   await os.setPresence(deviceId);
   await os.seedRun(deviceId, { runId: `run-${resultId}`, createdAt: 1 });
   const resultKey = await os.seedResolvedResult(deviceId, { resultId, runIds: [`run-${resultId}`] });
-  const entry = await waitFor(
-    () => os.outbox(deviceId, resultKey),
-    (value) => value?.state === "sending",
+  await waitFor(
+    () => startsFor(deviceId),
+    (starts) => starts.some((start) => start.frame.resultId === resultId),
   );
+  const entry = await os.outbox(deviceId, resultKey);
   return { resultKey, delayMs: (entry?.sendingAt ?? NaN) - (entry?.queuedAt ?? NaN) };
 }
 
@@ -49,6 +53,8 @@ describe("no device can take more than its share of the playback worker", () => 
   it("answers another device at once while one device has twice the worker's slots of repeats unacked", async ({
     annotate,
   }) => {
+    // The process's first playback warms the worker up; the unloaded figure is the second.
+    await answerSent("lamp-warm-up", "r-warm-up");
     const unloaded = await answerSent("lamp-calm", "r-calm");
 
     const noisy = "lamp-noisy";
