@@ -79,6 +79,8 @@ export const lampErrorCodeSchema = z.enum([
   "RATE_LIMITED",
   /** The device already has LAMP_MAX_PENDING_RUNS unresolved runs: nothing registered, retry once some resolve. */
   "TOO_MANY_PENDING_RUNS",
+  /** The device already has PLAYBACK_MAX_QUEUED_REPEATS repeats not yet started: nothing queued, retry later. */
+  "TOO_MANY_REPEATS",
   "UNAVAILABLE",
   "INTERNAL",
 ]);

@@ -100,8 +100,10 @@ export const playbackRecordSchema = z.object({
   gatewayId: optionalText,
   lastAck: optionalText.pipe(playbackAckStateSchema.optional()),
   lastAckAt: optionalMs,
-  /** When its job last found it waiting behind an earlier answer of the device (epoch ms). */
-  lookedAt: optionalMs,
+  /** When its playback.start was handed to the gateway (epoch ms): from then on it may be on the Lamp. */
+  sentAt: optionalMs,
+  /** Until when a sent playback waits for the Lamp's ack before it becomes `uncertain` (epoch ms). */
+  ackDeadline: optionalMs,
   createdAt: optionalMs.pipe(z.number()),
   ...transitionTimes,
 });

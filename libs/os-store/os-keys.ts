@@ -148,6 +148,22 @@ export class OsDeviceKeys {
   }
 
   /**
+   * The device's playback line: playbackIds (answers, failure notices, repeats) in the order the tts-dispatcher
+   * created them (a list). Only its head is sent; a playback leaves it when it started on the Lamp or ended.
+   */
+  get playbackLine(): string {
+    return `${this.base}:playbacks:line`;
+  }
+
+  /**
+   * The device's repeats accepted by the device-gateway and not yet started nor ended (zset playbackId -> acceptedAt):
+   * what PLAYBACK_MAX_QUEUED_REPEATS bounds. The tts-dispatcher removes each when it leaves the line.
+   */
+  get repeatsAccepted(): string {
+    return `${this.base}:playbacks:repeats`;
+  }
+
+  /**
    * The device's speech order: resultKeys scored by when the router routed them (zset). The router adds each
    * routed result; the tts-dispatcher starts a result's playback only once no earlier entry is still owed (bounded
    * by SPEECH_ORDER_WAIT_MS), and takes it out when its first playback leaves `queued`.

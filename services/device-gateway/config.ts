@@ -25,6 +25,8 @@ export const deviceGatewayConfigSchema = z.object({
   LAMP_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(2),
   /** Unresolved (pending) runs a device may have; a new voice.request beyond them is TOO_MANY_PENDING_RUNS. */
   LAMP_MAX_PENDING_RUNS: envInt(20, 1, 1_000_000),
+  /** Repeats ("say that again") a device may have waiting to start; one more is TOO_MANY_REPEATS. */
+  PLAYBACK_MAX_QUEUED_REPEATS: envInt(3, 1, 1_000),
   /** The run-resolver's retention of terminal runs: how long a new run keeps its device in the retention index. */
   RESULT_RETENTION_MS: envInt(30 * 86_400_000, 1_000),
   /** A device's sockets on one gateway instance; one more is closed with 4003 (docs/wire-protocol.md). */

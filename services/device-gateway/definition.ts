@@ -66,6 +66,7 @@ export const deviceGatewayService = defineService({
       waiters,
       updates,
       receiptWaitMs: config.RECEIPT_WAIT_MS,
+      maxQueuedRepeats: config.PLAYBACK_MAX_QUEUED_REPEATS,
       log: ctx.log,
       frames: metrics.frames,
     });

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { WebSocket } from "ws";
 import type { Counter } from "prom-client";
@@ -22,12 +21,10 @@ import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import type { ReceiptWaiters } from "./receipt-waiters.js";
+import { admitRepeat } from "./repeat-admission.js";
 import { repeatRefusal } from "./repeat-rules.js";
 import type { RunRegistration } from "./run-registration.js";
 import type { RunUpdateFeed } from "./run-update-feed.js";
-
-/** A repeated "say that again" (same requestId) keeps its playbackId this long. */
-const REPEAT_REQUEST_TTL_SECONDS = 24 * 3600;
 
 type Answer = Record<string, unknown>;
 
@@ -79,6 +76,8 @@ export class LampFrames {
       waiters: ReceiptWaiters;
       updates: RunUpdateFeed;
       receiptWaitMs: number;
+      /** Repeats a device may have waiting to be spoken; one more is TOO_MANY_REPEATS. */
+      maxQueuedRepeats: number;
       log: Logger;
       frames: Counter;
     },
@@ -259,18 +258,15 @@ export class LampFrames {
     const device = new OsDeviceKeys(this.deps.keys, deviceId);
     const refusal = await repeatRefusal(this.deps.redis, device, resultId);
     if (refusal) return errorAnswer(request.type, requestId, refusal.code, refusal.message);
-    const repeatKey = device.repeatRequest(requestId);
-    const minted = randomUUID();
-    const earlier = await this.deps.redis.call(
-      "SET",
-      repeatKey,
-      minted,
-      "EX",
-      REPEAT_REQUEST_TTL_SECONDS,
-      "NX",
-      "GET",
-    );
-    const playbackId = typeof earlier === "string" ? earlier : minted;
+    const admission = await admitRepeat(this.deps.redis, device, requestId, this.deps.maxQueuedRepeats);
+    if (admission.verdict === "refused")
+      return errorAnswer(
+        request.type,
+        requestId,
+        "TOO_MANY_REPEATS",
+        `the device already has ${admission.queued} repeats waiting to be spoken; retry once one has started`,
+      );
+    const { playbackId } = admission;
     await appendToStream(this.deps.redis, this.deps.keys, LAMP_STREAMS.lampEvents, {
       kind: "playback.repeat",
       deviceId,

@@ -25,16 +25,14 @@ export const ttsDispatcherEnvSchema = z.object({
   PLAYBACK_OFFLINE_RECHECK_MS: envInt(30_000, 10, 600_000),
   /** A repeat has no voice-target expiry: it waits this long after its request, then ends `failed` / `lamp_offline`. */
   PLAYBACK_REPEAT_WAIT_MS: envInt(5 * 60_000, 10, DAY_MS),
-  /**
-   * A device's answers start in the order the router routed them: one waits at most this long (from when the
-   * earlier result was routed) for an earlier result that has not reached the outbox yet or is still queued.
-   */
-  SPEECH_ORDER_WAIT_MS: envInt(10_000, 0, 600_000),
   PLAYBACK_WORKER_CONCURRENCY: envInt(16, 1, 1_000),
   /** A worker that dies mid-job loses its lock after this long; the job is then re-run and ends `uncertain`. */
   PLAYBACK_LOCK_DURATION_MS: envInt(30_000, 500, 600_000),
   PLAYBACK_STALLED_INTERVAL_MS: envInt(15_000, 200, 600_000),
-  /** Completed/failed playback jobs are kept at least this long; keep it >= the OS result retention. */
+  /**
+   * Completed/failed playback jobs, and repeat playbacks (which have no outbox entry for the OS retention sweep to
+   * follow), are kept this long; keep it >= the OS result retention.
+   */
   RESULT_RETENTION_MS: envInt(30 * DAY_MS, 60_000),
   /** Crash tests: `tts-dispatcher.after-outbox` or `tts-dispatcher.mid-send`. */
   ...crashPointEnv,

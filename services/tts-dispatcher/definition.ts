@@ -7,7 +7,6 @@ import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { ttsDispatcherEnvSchema } from "./config.js";
 import { LampEventHandler } from "./lamp-event-handler.js";
-import { AckNotices } from "./playback/ack-notices.js";
 import { PlaybackQueue } from "./playback/playback-queue.js";
 import { PlaybackWorker } from "./playback/playback-worker.js";
 import { ResultDispatcher } from "./result-dispatcher.js";
@@ -22,7 +21,7 @@ export const ttsDispatcherService = defineService({
   async start(ctx, config) {
     const metrics = TtsMetrics.of(ctx.metrics);
     const reader = new OsStoreReader(ctx.connections.command, ctx.keys);
-    const store = new PlaybackStore(ctx.connections.command, ctx.keys, config.SPEECH_ORDER_WAIT_MS);
+    const store = new PlaybackStore(ctx.connections.command, ctx.keys, config.RESULT_RETENTION_MS);
     const crashPoint = new CrashPoint(config, ctx.connections.command, ctx.keys);
     const prefix = ctx.keys.bullPrefix;
     const queue = new PlaybackQueue({
@@ -46,12 +45,6 @@ export const ttsDispatcherService = defineService({
       failureNoticeText: config.FAILURE_NOTICE_TEXT,
       crashPoint,
     });
-    const notices = new AckNotices(
-      ctx.connections.subscriber("tts-dispatcher/playback-acks"),
-      ctx.keys,
-      ctx.log,
-    );
-    await notices.listen();
     const lampEvents = new LampEventHandler({ reader, store, queue, metrics, log: ctx.log, ...speech });
     const worker = new PlaybackWorker({
       connection: ctx.connections.blocking("lamp-playback/worker"),
@@ -69,7 +62,6 @@ export const ttsDispatcherService = defineService({
       lockDurationMs: config.PLAYBACK_LOCK_DURATION_MS,
       stalledIntervalMs: config.PLAYBACK_STALLED_INTERVAL_MS,
       crashPoint,
-      notices,
     });
     const consumers = [
       await startServiceConsumer(ctx, {

@@ -42,26 +42,32 @@ export class LampEventHandler {
   }
 
   private async applyAck(event: AckEvent): Promise<void> {
-    const { store, metrics, log } = this.options;
-    const step = await store.step(
-      event.deviceId,
-      event.playbackId,
-      { op: "ack", ack: event.state },
-      Date.now(),
-    );
+    const { store, queue, metrics, log } = this.options;
+    const now = Date.now();
+    const step = await store.ack(event.deviceId, event.playbackId, event.state, now);
     if (step.verdict === "unknown" || step.verdict === "stale") {
       const reason = step.verdict === "unknown" ? "unknown_playback" : "stale_ack";
       metrics.ignoredLampEvents.inc({ reason });
       log.info(
-        { playbackId: event.playbackId, ack: event.state, state: step.state, reason },
+        {
+          playbackId: event.playbackId,
+          ack: event.state,
+          state: "state" in step ? step.state : undefined,
+          reason,
+        },
         "lamp ack ignored",
       );
       return;
     }
-    if (step.verdict === "moved" && step.kind && step.state)
-      metrics.recordPlayback(step.kind, step.state, step.reason);
-    // The answer started on the Lamp: the next one in the device's speech order may go.
-    if (step.wake !== undefined) await this.options.queue.wake(event.deviceId, step.wake);
+    if (step.verdict === "recorded") return;
+    metrics.recordPlayback(step.kind, step.state, step.reason);
+    if (step.sentAt !== undefined) {
+      metrics.ackWait.observe({ outcome: step.state }, Math.max(0, now - step.sentAt) / 1000);
+      // Its job waits, delayed until the ack deadline, for this: it finishes now.
+      await queue.wake(event.deviceId, event.playbackId);
+    }
+    // The playback started on the Lamp (or ended): the next one in the device's line may go.
+    if (step.wake !== undefined) await queue.wake(event.deviceId, step.wake);
   }
 
   /**
@@ -74,12 +80,14 @@ export class LampEventHandler {
     const { reader, store, queue, metrics, log } = this.options;
     const resultKey = await reader.resultKeyById(event.deviceId, event.resultId);
     if (!resultKey) {
+      await store.releaseRepeat(event.deviceId, event.playbackId);
       metrics.ignoredLampEvents.inc({ reason: "repeat_unknown_result" });
       log.info({ deviceId: event.deviceId, resultId: event.resultId }, "repeat of an unknown result ignored");
       return;
     }
     const result = await reader.result(event.deviceId, resultKey);
     if (result.deviceId !== event.deviceId) {
+      await store.releaseRepeat(event.deviceId, event.playbackId);
       metrics.ignoredLampEvents.inc({ reason: "repeat_not_owner" });
       return;
     }

@@ -105,8 +105,12 @@ describe("late delivery: a playback waits for the Lamp", () => {
     );
     expect(repeat).toMatchObject({ kind: "repeat", state: "failed", reason: "lamp_offline" });
     expect(repeat?.failedAt).toBeGreaterThanOrEqual(requestedAt + 600);
-    // Its one attempt is the run that ended it; the wait before spent none.
-    expect((await jobOf(deviceId, repeatId))?.attemptsMade).toBe(1);
+    // Its one attempt is the run that ended it; the wait before spent none. (The job completes just after its step.)
+    const ended = await waitFor(
+      () => jobOf(deviceId, repeatId),
+      (job) => job?.finishedOn !== undefined,
+    );
+    expect(ended?.attemptsMade).toBe(1);
     expect(await os.awaitingLamp(deviceId)).toEqual([]);
     expect(await startsFor(deviceId)).toHaveLength(1);
     expect(await os.runUpdates(deviceId)).toEqual([

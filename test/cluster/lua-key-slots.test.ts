@@ -25,7 +25,7 @@ describe("every Lua script touches one Redis Cluster slot", () => {
 
   it("finds the scripts (the check is not vacuous)", () => {
     expect(files.length).toBeGreaterThanOrEqual(20);
-    expect(files).toContain("services/tts-dispatcher/lua/playback-step-1.lua");
+    expect(files).toContain("services/tts-dispatcher/lua/playback-claim-1.lua");
   });
 
   it.each(files)("%s: every key it touches is derived from its KEYS", (file) => {

@@ -98,8 +98,6 @@ beforeAll(async () => {
       FAILPOINT: "tts-dispatcher.after-outbox",
       STREAM_MAX_DELIVERIES: "1",
       PLAYBACK_ACK_TIMEOUT_MS: "2000",
-      // The dead-lettered answer stays queued with no job; it holds the merged answer for twice this long.
-      SPEECH_ORDER_WAIT_MS: "2000",
     },
   });
   await serveTheStory();

@@ -5,6 +5,7 @@ import { signToken } from "../../libs/auth/tokens.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
+import { PlaybackStore } from "../../services/tts-dispatcher/store/playback-store.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { lampUrl, voiceRequest } from "../hostile/lamp-world.js";
 
@@ -182,6 +183,53 @@ describe("device limits: the bound on unresolved runs (LAMP_MAX_PENDING_RUNS=2)"
     lamp.send(fourth);
     expect(await lamp.answerTo(fourth.requestId)).toMatchObject({ error: { code: "TOO_MANY_PENDING_RUNS" } });
     expect(await registeredState(world.t, device)).toEqual(before);
+    lamp.socket.close();
+  });
+});
+
+describe("device limits: repeats waiting to be spoken (PLAYBACK_MAX_QUEUED_REPEATS=3)", () => {
+  const world = useGateway("limits-repeats", { PLAYBACK_MAX_QUEUED_REPEATS: "3" });
+
+  it("a fourth queued repeat is TOO_MANY_REPEATS; a repeated request keeps its place; one that started frees one", async () => {
+    const deviceId = "lamp-repeats";
+    const { t } = world;
+    const device = new OsDeviceKeys(t.keys, deviceId);
+    await t.redis.set(device.resultId("r-1"), "originating-instance|r-1");
+    await t.redis.hset(device.result("originating-instance|r-1"), {
+      resultId: "r-1",
+      serverInstanceId: "originating-instance",
+      deviceId,
+      agentId: "agent-1",
+      outcome: "completed",
+      fullText: "hi",
+      members: JSON.stringify([{ runId: "run-1", deliveryId: "d-1", idempotencyKey: "k-1" }]),
+      contentHash: "hash-1",
+      storedAt: Date.now(),
+    });
+    const lamp = await connect(world.services, deviceId);
+    const repeat = (requestId: string = randomUUID()) => {
+      lamp.answers.delete(requestId);
+      lamp.send({ type: "playback.repeat", requestId, resultId: "r-1" });
+      return lamp.answerTo(requestId);
+    };
+    const accepted = [await repeat(), await repeat(), await repeat()];
+    expect(accepted.map((answer) => answer.type)).toEqual(Array(3).fill("playback.repeat_result"));
+    expect(await repeat()).toMatchObject({ error: { code: "TOO_MANY_REPEATS" } });
+    const again = await repeat(String(accepted[0]?.requestId));
+    expect(again).toMatchObject({ type: "playback.repeat_result", playbackId: accepted[0]?.playbackId });
+
+    // The tts-dispatcher queues the first one and the Lamp starts it: it leaves the line and gives its place back.
+    const store = new PlaybackStore(t.redis, t.keys, 60_000);
+    const playbackId = String(accepted[0]?.playbackId);
+    const queued = { deviceId, playbackId, resultKey: "originating-instance|r-1", resultId: "r-1" };
+    await store.createRepeat(
+      { ...queued, state: "queued", voiceTargetId: "kitchen", text: "hi" },
+      Date.now(),
+    );
+    await store.ack(deviceId, playbackId, "started", Date.now());
+    expect(await repeat()).toMatchObject({ type: "playback.repeat_result" });
+    expect(await repeat()).toMatchObject({ error: { code: "TOO_MANY_REPEATS" } });
+    expect(await t.redis.zcard(device.repeatsAccepted)).toBe(3);
     lamp.socket.close();
   });
 });

@@ -149,14 +149,9 @@ export class OsStoreFixture {
     );
   }
 
-  /** The router routed the result at `routedAt`: it takes its place in the device's speech order. */
-  async routed(deviceId: string, resultKey: string, routedAt = Date.now()): Promise<void> {
-    await this.redis.zadd(this.device(deviceId).speechOrder, "NX", routedAt, resultKey);
-  }
-
-  /** The device's speech order: resultKeys still owed, first routed first. */
-  async speechOrder(deviceId: string): Promise<string[]> {
-    return this.redis.zrange(this.device(deviceId).speechOrder, 0, -1);
+  /** The device's playback line: playbacks not yet started on the Lamp nor ended, the one that may be sent first. */
+  async line(deviceId: string): Promise<string[]> {
+    return this.redis.lrange(this.device(deviceId).playbackLine, 0, -1);
   }
 
   /** Playbacks the tts-dispatcher's claim has indexed as waiting for the device's Lamp. */

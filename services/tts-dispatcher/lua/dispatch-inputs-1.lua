@@ -1,27 +1,31 @@
--- What the dispatch of one resolved result reads, in one step: the result's outbox entry when it has one (a
--- redelivery: the entry decides), else the stored result and each of its member runs, in the order of its members.
--- KEYS[1] = B; ARGV[1] = resultKey. Returns {outboxFields, resultFields, {runFields, ...}}, each flat as HGETALL;
--- a member without a runId (the result does not parse) reads as an empty run.
-local base, resultKey = KEYS[1], ARGV[1]
-local outbox = redis.call('HGETALL', base .. ':outbox:' .. resultKey)
-if #outbox > 0 then
-  return { outbox, {}, {} }
+-- What the dispatch of one resolved result reads, in one step (KEYS[1] = device base B): the result's outbox entry
+-- when it has one (a redelivery: the entry decides), else the stored result and each of its member runs, in the order
+-- of its members. One step so the result and its runs are read as one consistent view.
+-- Args: {resultKey}. Replies {outbox} when the entry exists, else {result?, runs?}: each a hash as {field = value};
+-- a missing result is left out, as are the runs when it has none; a member without a runId (the result does not
+-- parse) reads as an empty run.
+local base = KEYS[1]
+local args = cjson.decode(ARGV[1])
+
+local function hash(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil end
+  local fields = {}
+  for index = 1, #flat - 1, 2 do fields[flat[index]] = flat[index + 1] end
+  return fields
 end
-local resultHash = base .. ':result:' .. resultKey
-local result = redis.call('HGETALL', resultHash)
-local membersJson = '[]'
-for index = 1, #result - 1, 2 do
-  if result[index] == 'members' then membersJson = result[index + 1] end
-end
+
+local outbox = hash(base .. ':outbox:' .. args.resultKey)
+if outbox then return cjson.encode({ outbox = outbox }) end
+local result = hash(base .. ':result:' .. args.resultKey)
+if not result then return cjson.encode({}) end
 local runs = {}
-local ok, members = pcall(cjson.decode, membersJson)
+local ok, members = pcall(cjson.decode, result.members or '[]')
 if ok and type(members) == 'table' then
   for _, member in ipairs(members) do
-    if type(member) == 'table' and type(member.runId) == 'string' then
-      runs[#runs + 1] = redis.call('HGETALL', base .. ':run:' .. member.runId)
-    else
-      runs[#runs + 1] = {}
-    end
+    local run = type(member) == 'table' and type(member.runId) == 'string' and hash(base .. ':run:' .. member.runId)
+    runs[#runs + 1] = run or {}
   end
 end
-return { outbox, result, runs }
+if #runs == 0 then return cjson.encode({ result = result }) end
+return cjson.encode({ result = result, runs = runs })

@@ -1,47 +1,54 @@
--- Creates the one outbox entry of a result, and the playbacks it implies, atomically (KEYS[1] = device base B).
--- An existing entry wins: a redelivered os.resolved changes nothing and learns what to (re-)enqueue.
--- ARGV: resultKey, now, deviceId, resultId, state (queued|suppressed), reason, speechText, voiceTargetId,
---       playbackId, voiceTargetExpiresAt, newestRunId, noticePlaybackId, noticeText
+-- Creates the one outbox entry of a result, and the playbacks it implies, atomically (KEYS[1] = device base B), each
+-- queued playback joining the end of the device's line in the same step, so the line holds a device's answers in the
+-- order they were dispatched. An existing entry wins: a redelivered os.resolved changes nothing and learns what to
+-- (re-)enqueue.
+-- Args: {resultKey, now, deviceId, resultId, state (queued|suppressed), speechText, reason?, voiceTargetId?,
+--        voiceTargetExpiresAt?, newestRunId?, playbackId?, notice? {playbackId, text}}
 -- A result created `suppressed` is a run.update `suppressed` (with the reason) for each of its member runs.
--- Returns {created 0|1, outbox state, playbackId, noticePlaybackId, notice state}.
+-- Replies {created, state, playbackId?, notice? {playbackId, state}}.
 --!include result-run-updates.lua
 local base = KEYS[1]
-local resultKey, now, deviceId, resultId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local state, reason, speechText, voiceTargetId = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local playbackId, expiresAt, newestRunId = ARGV[9], ARGV[10], ARGV[11]
-local noticeId, noticeText = ARGV[12], ARGV[13]
-local outboxKey = base .. ':outbox:' .. resultKey
+local args = cjson.decode(ARGV[1])
+local now = args.now
+local outboxKey = base .. ':outbox:' .. args.resultKey
 
-local function playbackState(id)
-  if id == '' then return '' end
-  return redis.call('HGET', base .. ':playback:' .. id, 'state') or ''
+local function noticeOf(noticeId)
+  if not noticeId then return nil end
+  local state = redis.call('HGET', base .. ':playback:' .. noticeId, 'state')
+  if not state then return nil end
+  return { playbackId = noticeId, state = state }
 end
 
 local existing = redis.call('HMGET', outboxKey, 'state', 'playbackId', 'noticePlaybackId')
 if existing[1] then
-  local existingNotice = existing[3] or ''
-  return {0, existing[1], existing[2] or '', existingNotice, playbackState(existingNotice)}
+  return cjson.encode({
+    created = false, state = existing[1], playbackId = existing[2] or nil, notice = noticeOf(existing[3] or nil),
+  })
 end
 
 local function createPlayback(id, kind, text)
-  redis.call('HSET', base .. ':playback:' .. id,
-    'deviceId', deviceId, 'playbackId', id, 'resultKey', resultKey, 'resultId', resultId, 'kind', kind,
-    'state', 'queued', 'queuedAt', now, 'createdAt', now, 'voiceTargetId', voiceTargetId,
-    'voiceTargetExpiresAt', expiresAt, 'newestRunId', newestRunId, 'text', text)
-end
-
-local fields = {'deviceId', deviceId, 'resultKey', resultKey, 'resultId', resultId, 'state', state,
-  state .. 'At', now, 'createdAt', now, 'speechText', speechText}
--- Optional fields are absent rather than empty, so readers see "no reason", not "".
-for field, value in pairs({reason = reason, playbackId = playbackId, noticePlaybackId = noticeId,
-                           voiceTargetId = voiceTargetId}) do
-  if value ~= '' then
+  local fields = { 'deviceId', args.deviceId, 'playbackId', id, 'resultKey', args.resultKey, 'resultId', args.resultId,
+    'kind', kind, 'state', 'queued', 'queuedAt', now, 'createdAt', now, 'voiceTargetId', args.voiceTargetId or '',
+    'text', text }
+  -- Optional fields are absent rather than empty.
+  for field, value in pairs({ voiceTargetExpiresAt = args.voiceTargetExpiresAt, newestRunId = args.newestRunId }) do
     fields[#fields + 1] = field
     fields[#fields + 1] = value
   end
+  redis.call('HSET', base .. ':playback:' .. id, unpack(fields))
+  redis.call('RPUSH', base .. ':playbacks:line', id)
+end
+
+local fields = { 'deviceId', args.deviceId, 'resultKey', args.resultKey, 'resultId', args.resultId, 'state', args.state,
+  args.state .. 'At', now, 'createdAt', now, 'speechText', args.speechText }
+local noticeId = args.notice and args.notice.playbackId or nil
+for field, value in pairs({ reason = args.reason, playbackId = args.playbackId, noticePlaybackId = noticeId,
+                            voiceTargetId = args.voiceTargetId }) do
+  fields[#fields + 1] = field
+  fields[#fields + 1] = value
 end
 redis.call('HSET', outboxKey, unpack(fields))
-if playbackId ~= '' then createPlayback(playbackId, 'answer', speechText) end
-if noticeId ~= '' then createPlayback(noticeId, 'notice', noticeText) end
-if state == 'suppressed' then emit_for_result_members(base, resultKey, 'suppressed', reason, '', now) end
-return {1, state, playbackId, noticeId, playbackState(noticeId)}
+if args.playbackId then createPlayback(args.playbackId, 'answer', args.speechText) end
+if noticeId then createPlayback(noticeId, 'notice', args.notice.text) end
+if args.state == 'suppressed' then emit_for_result_members(base, args.resultKey, 'suppressed', args.reason, '', now) end
+return cjson.encode({ created = true, state = args.state, playbackId = args.playbackId, notice = noticeOf(noticeId) })

@@ -1,14 +1,24 @@
--- Creates one explicit playback ("say that again") unless it exists (KEYS[1] = device base B).
--- ARGV: playbackId, now, deviceId, resultKey, resultId, kind, state, reason, voiceTargetId, text
--- Returns {created 0|1, state}.
+-- Creates one explicit playback ("say that again") unless it exists (KEYS[1] = device base B). A queued one joins the
+-- end of the device's line in the same step; one created suppressed gives back the device-gateway's reservation.
+-- Every repeat record expires retentionMs after its request: nothing else (no outbox entry) would ever remove it.
+-- Args: {playbackId, now, deviceId, resultKey, resultId, state (queued|suppressed), reason?, voiceTargetId, text,
+--        retentionMs}. Replies {created, state}.
 local base = KEYS[1]
-local id, now = ARGV[1], ARGV[2]
-local key = base .. ':playback:' .. id
+local args = cjson.decode(ARGV[1])
+local key = base .. ':playback:' .. args.playbackId
 local existing = redis.call('HGET', key, 'state')
-if existing then return {0, existing} end
-local state = ARGV[7]
+if existing then return cjson.encode({ created = false, state = existing }) end
+local state, now = args.state, args.now
 redis.call('HSET', key,
-  'deviceId', ARGV[3], 'playbackId', id, 'resultKey', ARGV[4], 'resultId', ARGV[5], 'kind', ARGV[6],
-  'state', state, state .. 'At', now, 'createdAt', now, 'voiceTargetId', ARGV[9], 'text', ARGV[10])
-if ARGV[8] ~= '' then redis.call('HSET', key, 'reason', ARGV[8]) end
-return {1, state}
+  'deviceId', args.deviceId, 'playbackId', args.playbackId, 'resultKey', args.resultKey, 'resultId', args.resultId,
+  'kind', 'repeat', 'state', state, state .. 'At', now, 'createdAt', now, 'voiceTargetId', args.voiceTargetId,
+  'text', args.text)
+if args.reason then redis.call('HSET', key, 'reason', args.reason) end
+redis.call('PEXPIRE', key, args.retentionMs)
+if state == 'queued' then
+  redis.call('RPUSH', base .. ':playbacks:line', args.playbackId)
+else
+  -- Never queued: it no longer counts against the device's queued repeats (accept-repeat-1.lua).
+  redis.call('ZREM', base .. ':playbacks:repeats', args.playbackId)
+end
+return cjson.encode({ created = true, state = state })

@@ -4,15 +4,14 @@ import { RecentMap } from "../../../libs/collections/recent-map.js";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
-import type { PlaybackState } from "../../../libs/contract/os-playback.js";
+import type { PlaybackKind, PlaybackReason, PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { errorMessage } from "../../../libs/errors/error-message.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
 import type { CrashPoint } from "../../../libs/test-support/crash-point.js";
-import type { PlaybackSend, PlaybackStore, StepResult } from "../store/playback-store.js";
+import type { Claim, PlaybackStore } from "../store/playback-store.js";
 import type { TtsMetrics } from "../tts-metrics.js";
-import type { AckNotices, AckWait } from "./ack-notices.js";
 import { promoteIfDelayed, type PlaybackQueue } from "./playback-queue.js";
 
 export interface PlaybackWorkerOptions {
@@ -29,23 +28,15 @@ export interface PlaybackWorkerOptions {
   offlineRecheckMs: number;
   /** How long a repeat may wait for the Lamp. */
   repeatWaitMs: number;
-  /** Wakes a job that waits behind the playback just sent. */
-  queue: Pick<PlaybackQueue, "wake">;
+  /** Wakes the job of the playback that became the head of its device's line; gives a job to a head without one. */
+  queue: Pick<PlaybackQueue, "wake" | "enqueue">;
   lockDurationMs: number;
   stalledIntervalMs: number;
   crashPoint: CrashPoint;
-  /** Wakes the wait for an ack when the ack step publishes it. */
-  notices: AckNotices;
 }
 
 /** A playback its claim moved to sending: who it is for and what its playback.start carries. */
-interface ClaimedPlayback extends PlaybackSend {
-  deviceId: string;
-  playbackId: string;
-}
-
-/** A notice may be lost (a reconnect of the subscriber): a waiting worker reads the state itself this often. */
-const ACK_RECHECK_MS = 1_000;
+type ClaimedPlayback = PlaybackJob & Omit<Extract<Claim, { verdict: "sending" }>, "verdict" | "endedHeads">;
 
 /**
  * A gateway seen with a heartbeat is taken as alive for one beat without asking again: its heartbeat key outlives a
@@ -57,16 +48,17 @@ const ALIVE_TRUSTED_MS = LAMP_GATEWAY_HEARTBEAT_MS;
 const GATEWAYS_REMEMBERED = 64;
 
 /**
- * Sends one playback to the Lamp at most once: claim (queued → sending, atomically with the presence check), write
- * playback.start to the gateway holding the socket, wait for `started` (woken by the ack step's notice, no polling). A playback found already `sending` was
- * interrupted mid-send and becomes `uncertain` without being sent again; so does one whose ack never came. With no
- * Lamp connected the job waits, delayed without spending an attempt, until the claim says to check again or a
- * `lamp.connected` wakes it. A device's answers start in the order the router routed them: a job behind an
- * earlier result waits the same way, until that one has started on the Lamp (its ack) or ended, which wakes it.
+ * Sends one playback to the Lamp at most once. Each run of a job is one short turn: the claim step says what to do
+ * (send, wait, or nothing), and every wait (for its turn in the device's line, for the Lamp, for the ack) is the job
+ * delayed until a deadline, woken early by the event it waits for, so no worker slot is held while a device is
+ * waited for. Send: claim (queued → sending, atomically with the presence check, only for the head of the device's
+ * line), write playback.start to the gateway holding the socket, mark it sent (from then on it may be on the Lamp),
+ * then wait for the ack until its deadline; the ack step moves it and wakes the next head. A playback found `sending`
+ * but never marked sent, or sent and past its ack deadline, becomes `uncertain` without being sent again. Waiting
+ * spends no attempt (BullMQ's manual delay).
  */
 export class PlaybackWorker {
   private readonly worker: Worker<PlaybackJob>;
-  private stopping = false;
   /** gatewayId -> when it was last seen with a heartbeat (the most recently seen gateways: they come and go). */
   private readonly aliveAt = new RecentMap<string, number>(GATEWAYS_REMEMBERED);
 
@@ -98,78 +90,142 @@ export class PlaybackWorker {
     return this.worker.isRunning();
   }
 
-  /** Stops taking jobs; in-flight ack waits end now and leave their playback `uncertain` (a late ack still lands). */
+  /** Stops taking jobs; a playback waiting for its ack keeps its deadline (the job wakes there after a restart). */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.options.notices.close();
     await this.worker.close();
   }
 
   private async process(job: Job<PlaybackJob>, token: string | undefined): Promise<void> {
-    const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
-    const { store, log } = this.options;
+    const playback = playbackJobSchema.parse(job.data);
+    const { deviceId, playbackId } = playback;
+    const { store, log, metrics } = this.options;
     const presence = await this.presence(deviceId);
-    const claim = await store.step(
+    const claim = await store.claim(
       deviceId,
       playbackId,
       {
-        op: "claim",
-        deadGateway: presence && !presence.alive ? presence.gatewayId : "",
+        deadGateway: presence && !presence.alive ? presence.gatewayId : undefined,
         offlineRecheckMs: this.options.offlineRecheckMs,
         repeatWaitMs: this.options.repeatWaitMs,
       },
       Date.now(),
     );
-    if (claim.verdict === "unknown") {
-      log.warn({ deviceId, playbackId }, "playback job without a playback record; nothing sent");
-      return;
+    if ("endedHeads" in claim)
+      for (const head of claim.endedHeads ?? []) metrics.recordPlayback(head.kind, head.state, head.reason);
+    switch (claim.verdict) {
+      case "unknown":
+        log.warn({ deviceId, playbackId }, "playback job without a playback record; nothing sent");
+        return;
+      // Cannot happen for playbacks this service creates; the claim left it queued, so it ends failed, not uncertain.
+      case "invalid":
+        throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
+      case "settled":
+        return;
+      case "ended":
+        if (claim.reason === "ack_timeout")
+          metrics.ackWait.observe({ outcome: "timeout" }, this.options.ackTimeoutMs / 1000);
+        return this.ended(deviceId, claim);
+      case "behind":
+        return this.waitBehind(job, token, playback, claim.head, claim.waitUntil);
+      case "offline":
+        log.info({ deviceId, playbackId, waitUntil: claim.waitUntil }, "playback waits for the Lamp");
+        // A Lamp that connected between the claim and the delay found the job not yet delayed.
+        return this.park(
+          job,
+          token,
+          claim.waitUntil,
+          async () => (await this.presence(deviceId))?.alive === true,
+        );
+      case "awaiting-ack":
+        return this.awaitAck(job, token, playback, claim.ackDeadline);
+      case "sending":
+        metrics.recordPlayback(claim.kind, "sending");
+        return this.send(job, token, { ...playback, ...claim });
     }
-    // Cannot happen for playbacks this service creates; the claim left it queued, so it ends failed, not uncertain.
-    if (claim.verdict === "invalid")
-      throw new UnrecoverableError(`PLAYBACK_INVALID: ${playbackId} has no voice target`);
-    await this.settle(deviceId, claim);
-    if (claim.verdict === "offline" && claim.waitUntil !== undefined)
-      return this.waitForLamp(job, token, { deviceId, playbackId }, claim.waitUntil);
-    if (claim.verdict === "behind" && claim.waitUntil !== undefined && claim.waitingFor !== undefined)
-      return this.waitForTurn(job, token, { deviceId, playbackId }, claim.waitUntil, claim.waitingFor);
-    if (claim.verdict !== "moved" || claim.state !== "sending" || !claim.gatewayId || !claim.send) return;
-    await this.send({ deviceId, playbackId, ...claim.send }, claim.gatewayId);
   }
 
   /**
-   * Parks the job until its wait in the speech order ends, like a wait for the Lamp. The result ahead that left the
-   * order between the claim and the move could not wake a job not yet delayed: seen here, the job wakes itself.
+   * Writes the playback.start to the gateway, marks the playback sent, and ends the job's turn until the ack
+   * deadline (the ack step moves the playback; its handler wakes this job to finish).
    */
-  private async waitForTurn(
+  private async send(
     job: Job<PlaybackJob>,
     token: string | undefined,
-    { deviceId, playbackId }: PlaybackJob,
-    waitUntil: number,
-    waitingFor: string,
-  ): Promise<never> {
-    await job.moveToDelayed(waitUntil, token);
-    this.options.log.info(
-      { deviceId, playbackId, waitingFor, waitUntil },
-      "playback waits for an earlier answer",
+    playback: ClaimedPlayback,
+  ): Promise<void> {
+    const { redis, keys, store, metrics, crashPoint } = this.options;
+    const sentAt = Date.now();
+    await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(playback.gatewayId), {
+      deviceId: playback.deviceId,
+      frame: {
+        type: "playback.start",
+        playbackId: playback.playbackId,
+        resultId: playback.send.resultId,
+        voiceTargetId: playback.send.voiceTargetId,
+        text: playback.send.text,
+      },
+      sentAt,
+    });
+    metrics.recordPlaybackStart({ kind: playback.kind, resultKey: playback.send.resultKey }, sentAt);
+    await crashPoint.reach("tts-dispatcher.mid-send");
+    const sent = await store.sent(
+      playback.deviceId,
+      playback.playbackId,
+      this.options.ackTimeoutMs,
+      Date.now(),
     );
-    if (!(await this.options.store.inSpeechOrder(deviceId, waitingFor))) await promoteIfDelayed(job);
-    throw new DelayedError();
+    // An ack that came first already moved the playback on.
+    if (sent.verdict !== "awaiting-ack") return;
+    return this.awaitAck(job, token, playback, sent.ackDeadline);
   }
 
   /**
-   * Parks the job until `waitUntil` without spending an attempt (BullMQ's manual delay skips the attempt count). A
-   * Lamp that connected between the claim and the move found the job not yet delayed and could not wake it: the
-   * presence it set first is seen here, and the job wakes itself.
+   * Waits for the head of the device's line to leave. A queued head whose os.resolved entry was dead-lettered
+   * between its outbox entry and its job has no job: it is given one, as a redelivery would (re-adding a job that
+   * exists is a no-op), so the line never waits on a playback nobody works on.
    */
-  private async waitForLamp(
+  private async waitBehind(
     job: Job<PlaybackJob>,
     token: string | undefined,
     { deviceId, playbackId }: PlaybackJob,
+    head: Extract<Claim, { verdict: "behind" }>["head"],
     waitUntil: number,
   ): Promise<never> {
-    await job.moveToDelayed(waitUntil, token);
-    this.options.log.info({ deviceId, playbackId, waitUntil }, "playback waits for the Lamp");
-    if ((await this.presence(deviceId))?.alive) await promoteIfDelayed(job);
+    const { store, queue, log } = this.options;
+    log.info({ deviceId, playbackId, head: head.playbackId }, "playback waits for its turn");
+    if (head.state === "queued") await queue.enqueue(head.kind, { deviceId, playbackId: head.playbackId });
+    // The head may have left between the claim and the delay: then nobody would wake this job.
+    return this.park(job, token, waitUntil, async () => (await store.lineHead(deviceId)) !== head.playbackId);
+  }
+
+  /** The ack may have come between the step that found it `sending` and the delay: nobody would wake the job then. */
+  private awaitAck(
+    job: Job<PlaybackJob>,
+    token: string | undefined,
+    { deviceId, playbackId }: PlaybackJob,
+    ackDeadline: number,
+  ): Promise<never> {
+    return this.park(
+      job,
+      token,
+      ackDeadline,
+      async () => (await this.options.store.playbackState(deviceId, playbackId)) !== "sending",
+    );
+  }
+
+  /**
+   * Ends the job's turn until `until` without spending an attempt (BullMQ's manual delay), holding no worker slot
+   * meanwhile. The event that should wake it early may have come before the job was delayed: `alreadyDue` says so,
+   * and the job wakes itself.
+   */
+  private async park(
+    job: Job<PlaybackJob>,
+    token: string | undefined,
+    until: number,
+    alreadyDue: () => Promise<boolean>,
+  ): Promise<never> {
+    await job.moveToDelayed(until, token);
+    if (await alreadyDue()) await promoteIfDelayed(job);
     throw new DelayedError();
   }
 
@@ -195,74 +251,16 @@ export class PlaybackWorker {
     return { gatewayId, alive };
   }
 
-  private async send(playback: ClaimedPlayback, gatewayId: string): Promise<void> {
-    const { notices } = this.options;
-    const wait = notices.expect(playback.deviceId, playback.playbackId);
-    try {
-      await this.sendAndAwaitAck(playback, gatewayId, wait);
-    } finally {
-      wait.end();
-    }
-  }
-
-  private async sendAndAwaitAck(playback: ClaimedPlayback, gatewayId: string, wait: AckWait): Promise<void> {
-    const { redis, keys, store, metrics, crashPoint } = this.options;
-    const sentAt = Date.now();
-    await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(gatewayId), {
-      deviceId: playback.deviceId,
-      frame: {
-        type: "playback.start",
-        playbackId: playback.playbackId,
-        resultId: playback.resultId,
-        voiceTargetId: playback.voiceTargetId,
-        text: playback.text,
-      },
-      sentAt,
-    });
-    metrics.recordPlaybackStart(playback, sentAt);
-    await crashPoint.reach("tts-dispatcher.mid-send");
-    const acked = await this.awaitAck(playback, sentAt, wait);
-    metrics.ackWait.observe({ outcome: acked ?? "timeout" }, (Date.now() - sentAt) / 1000);
-    // No ack in time: the timeout step reads the state once more, atomically with moving it to uncertain.
-    if (acked === undefined)
-      await this.settle(
-        playback.deviceId,
-        await store.step(playback.deviceId, playback.playbackId, { op: "ack-timeout" }, Date.now()),
-      );
-  }
-
-  /**
-   * Waits for the notice that an ack moved the playback out of `sending`, re-reading the state every
-   * ACK_RECHECK_MS (a lost notice never loses an ack); returns the state an ack left, or undefined when none came
-   * before the ack timeout (or the worker is stopping).
-   */
-  private async awaitAck(
-    playback: ClaimedPlayback,
-    sentAt: number,
-    wait: AckWait,
-  ): Promise<PlaybackState | undefined> {
-    const deadline = sentAt + this.options.ackTimeoutMs;
-    for (;;) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0 || this.stopping) return undefined;
-      const notice = await wait.next(Math.min(remaining, ACK_RECHECK_MS));
-      if (notice !== "no-notice") return notice;
-      if (this.stopping) return undefined;
-      const state = await this.options.store.playbackState(playback.deviceId, playback.playbackId);
-      if (state !== "sending") return state;
-    }
-  }
-
   /** A job that gave up for good (attempts spent, stalled too often) must not leave its playback `sending`/`queued`. */
   private async onFailed(job: Job<PlaybackJob> | undefined, error: Error): Promise<void> {
     if (!job) return;
     try {
       if ((await job.getState()) !== "failed") return;
       const { deviceId, playbackId } = playbackJobSchema.parse(job.data);
-      const step = await this.options.store.step(deviceId, playbackId, { op: "abandon" }, Date.now());
-      await this.settle(deviceId, step);
+      const step = await this.options.store.abandon(deviceId, playbackId, Date.now());
+      if (step.verdict === "ended") await this.ended(deviceId, step);
       this.options.log.warn(
-        { deviceId, playbackId, err: error.message, state: step.state },
+        { deviceId, playbackId, err: error.message, verdict: step.verdict },
         "playback job failed",
       );
     } catch (failure) {
@@ -273,10 +271,12 @@ export class PlaybackWorker {
     }
   }
 
-  /** Counts a move, and wakes the playback now first in the device's speech order when this one left it. */
-  private async settle(deviceId: string, step: StepResult): Promise<void> {
-    if (step.verdict === "moved" && step.kind && step.state)
-      this.options.metrics.recordPlayback(step.kind, step.state, step.reason);
+  /** Counts a playback's end, and wakes the playback that became the head of the device's line when this one left. */
+  private async ended(
+    deviceId: string,
+    step: { kind: PlaybackKind; state: PlaybackState; reason?: PlaybackReason; wake?: string },
+  ): Promise<void> {
+    this.options.metrics.recordPlayback(step.kind, step.state, step.reason);
     if (step.wake !== undefined) await this.options.queue.wake(deviceId, step.wake);
   }
 }

@@ -3,8 +3,7 @@ import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import { resultRecordSchema, type ResultRecord } from "../../../libs/os-store/result-record.js";
 import { runRecordSchema, type RunRecord } from "../../../libs/os-store/run-record.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { flatRecord } from "../../../libs/redis/flat-reply.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 import { outboxEntrySchema, type OutboxEntry } from "../../../libs/contract/os-playback.js";
 import { z } from "zod";
 
@@ -33,12 +32,14 @@ export class StoreRecordError extends Error {
 
 /** An HGETALL reply as a pipeline hands it over. */
 const hashReply = z.record(z.string(), z.string());
-const flatHash = z.array(z.string()).transform(flatRecord);
-
-/** {outbox, result, runs} of dispatch-inputs-1.lua, each hash flat as HGETALL answers it. */
-const dispatchInputsScript = LuaScript.fromFile(
+/** dispatch-inputs-1.lua: the outbox entry when there is one, else the result (absent when missing) and its runs. */
+const dispatchInputsSchema = z.union([
+  z.strictObject({ outbox: hashReply }),
+  z.strictObject({ result: hashReply.default({}), runs: z.array(hashReply).default([]) }),
+]);
+const dispatchInputsScript = NamedLuaScript.fromFile<{ resultKey: string }, typeof dispatchInputsSchema>(
   new URL("../lua/dispatch-inputs-1.lua", import.meta.url),
-  z.tuple([flatHash, flatHash, z.array(flatHash)]),
+  dispatchInputsSchema,
 );
 
 export class OsStoreReader {
@@ -61,9 +62,10 @@ export class OsStoreReader {
     resultKey: string,
   ): Promise<{ known: OutboxEntry } | { result: StoredResult; runs: MemberRun[] }> {
     const device = new OsDeviceKeys(this.keys, deviceId);
-    const [outbox, fields, runs] = await dispatchInputsScript.run(this.redis, [device.base], [resultKey]);
-    if (Object.keys(outbox).length > 0) return { known: outboxEntrySchema.parse(outbox) };
-    const result = storedResultOf(fields, deviceId, resultKey);
+    const inputs = await dispatchInputsScript.run(this.redis, [device.base], { resultKey });
+    if ("outbox" in inputs) return { known: outboxEntrySchema.parse(inputs.outbox) };
+    const { runs } = inputs;
+    const result = storedResultOf(inputs.result, deviceId, resultKey);
     return {
       result,
       runs: result.members.map((member, index) => memberRunOf(runs[index] ?? {}, deviceId, member.runId)),

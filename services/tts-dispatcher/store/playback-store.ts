@@ -3,17 +3,16 @@ import { z } from "zod";
 import {
   outboxEntrySchema,
   type OutboxEntry,
-  type PlaybackKind,
   type PlaybackReason,
   type PlaybackState,
   playbackKindSchema,
   playbackReasonSchema,
   playbackStateSchema,
 } from "../../../libs/contract/os-playback.js";
+import type { playbackAckStateSchema } from "../../../libs/contract/lamp-wire.js";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
-import { LuaScript } from "../../../libs/redis/lua-script.js";
-import { playbackAcksChannel } from "../playback/ack-notices.js";
+import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 
 export interface NewOutboxEntry {
   deviceId: string;
@@ -30,13 +29,6 @@ export interface NewOutboxEntry {
   notice?: { playbackId: string; text: string };
 }
 
-export interface OutboxCreation {
-  created: boolean;
-  state: PlaybackState;
-  playbackId?: string;
-  notice?: { playbackId: string; state: PlaybackState };
-}
-
 export interface NewRepeatPlayback {
   deviceId: string;
   playbackId: string;
@@ -48,202 +40,176 @@ export interface NewRepeatPlayback {
   text: string;
 }
 
-export type StepOperation =
-  | {
-      op: "claim";
-      /** The gateway instance the presence key named while it had no heartbeat ("" when none). */
-      deadGateway: string;
-      /** With no Lamp, check again after at most this long (sooner when the voice target expires first). */
-      offlineRecheckMs: number;
-      /** How long after its request a repeat may wait for the Lamp before it ends `failed` / `lamp_offline`. */
-      repeatWaitMs: number;
-    }
-  | { op: "ack-timeout" }
-  | { op: "abandon" }
-  | { op: "ack"; ack: "started" | "finished" | "interrupted" | "rejected" };
-
-const stepResultSchema = z
-  .tuple([
-    z.enum(["moved", "settled", "offline", "behind", "stale", "recorded", "invalid", "unknown"]),
-    z.union([playbackStateSchema, z.literal("")]),
-    z.union([playbackReasonSchema, z.literal("")]),
-    z.union([playbackKindSchema, z.literal("")]),
-    z.string(),
-    z.union([z.string().regex(/^\d+$/).transform(Number), z.literal("")]),
-    z.string(),
-    // A claim that moved to sending: resultKey, resultId, voiceTargetId, text.
-    z.string().min(1).optional(),
-    z.string().min(1).optional(),
-    z.string().min(1).optional(),
-    z.string().optional(),
-  ])
-  .transform(([verdict, state, reason, kind, gatewayId, waitUntil, related, ...send]) => ({
-    verdict,
-    state: state || undefined,
-    reason: reason || undefined,
-    kind: kind || undefined,
-    gatewayId: gatewayId || undefined,
-    /** With `offline`: when the job checks for the Lamp again; with `behind`: when its wait ends (epoch ms). */
-    waitUntil: waitUntil === "" ? undefined : waitUntil,
-    /** With `behind`: the resultKey of the earlier-routed result it waits for. */
-    waitingFor: verdict === "behind" && related !== "" ? related : undefined,
-    /** With `moved`: the playback now first in the device's speech order, whose job may wait behind this one. */
-    wake: verdict === "moved" && related !== "" ? related : undefined,
-    /** With a claim that moved to sending: the playback.start to send, so the worker need not read the playback. */
-    send: sendOf(kind || undefined, send),
-  }))
-  .refine(
-    (step) => (step.verdict === "offline" || step.verdict === "behind") === (step.waitUntil !== undefined),
-    { message: "offline and behind, and only they, say when to check again" },
-  )
-  .refine((step) => (step.verdict === "behind") === (step.waitingFor !== undefined), {
-    message: "behind, and only behind, names the result it waits for",
-  })
-  .refine((step) => (step.send !== undefined) === (step.verdict === "moved" && step.state === "sending"), {
-    message: "a move to sending, and only it, says what to send, all of it",
-  });
-export type StepResult = z.infer<typeof stepResultSchema>;
-
-/** What a claimed playback's playback.start carries, and its kind (what the start is counted as). */
-export interface PlaybackSend {
-  kind: PlaybackKind;
-  resultKey: string;
-  resultId: string;
-  voiceTargetId: string;
-  text: string;
+export interface ClaimSettings {
+  /** The gateway instance the presence key named while it had no heartbeat, when it did. */
+  deadGateway?: string;
+  /** With no Lamp, check again after at most this long (sooner when the voice target expires first). */
+  offlineRecheckMs: number;
+  /** How long after its request a repeat may wait for the Lamp before it ends `failed` / `lamp_offline`. */
+  repeatWaitMs: number;
 }
 
-function sendOf(
-  kind: PlaybackKind | undefined,
-  [resultKey, resultId, voiceTargetId, text]: (string | undefined)[],
-): PlaybackSend | undefined {
-  if (
-    kind === undefined ||
-    resultKey === undefined ||
-    resultId === undefined ||
-    voiceTargetId === undefined ||
-    text === undefined
-  )
-    return undefined;
-  return { kind, resultKey, resultId, voiceTargetId, text };
-}
+type PlaybackAckState = z.infer<typeof playbackAckStateSchema>;
 
-const createdSchema = z.union([z.literal(0), z.literal(1)]);
+const epochMs = z.number().int().nonnegative();
+const transition = {
+  kind: playbackKindSchema,
+  state: playbackStateSchema,
+  reason: playbackReasonSchema.optional(),
+};
 
-const creationSchema = z
-  .tuple([
-    createdSchema,
-    playbackStateSchema,
-    z.string(),
-    z.string(),
-    z.union([playbackStateSchema, z.literal("")]),
-  ])
-  .transform(([created, state, playbackId, noticeId, noticeState]) => ({
-    created: created === 1,
-    state,
-    playbackId: playbackId || undefined,
-    notice: noticeId && noticeState ? { playbackId: noticeId, state: noticeState } : undefined,
-  }));
+const creationSchema = z.object({
+  created: z.boolean(),
+  state: playbackStateSchema,
+  playbackId: z.string().min(1).optional(),
+  notice: z.object({ playbackId: z.string().min(1), state: playbackStateSchema }).optional(),
+});
+export type OutboxCreation = z.infer<typeof creationSchema>;
 
-const createOutbox = LuaScript.fromFile(
-  new URL("../lua/outbox-create-1.lua", import.meta.url),
+/** A move out of the line unsent or unconfirmed; `wake` is the new head of the device's line when this one was it. */
+const endedSchema = z.object({
+  verdict: z.literal("ended"),
+  ...transition,
+  wake: z.string().min(1).optional(),
+});
+const settledSchema = z.object({ verdict: z.literal("settled"), state: playbackStateSchema });
+const unknownSchema = z.object({ verdict: z.literal("unknown") });
+const awaitingAckSchema = z.object({ verdict: z.literal("awaiting-ack"), ackDeadline: epochMs });
+/** Playbacks at the head of the line that a claim found overdue and ended, as their own jobs would have. */
+const endedHeads = z.array(z.object(transition)).optional();
+
+const claimSchema = z.discriminatedUnion("verdict", [
+  z.object({
+    verdict: z.literal("sending"),
+    kind: playbackKindSchema,
+    gatewayId: z.string().min(1),
+    /** What the playback.start carries, so the worker need not read the playback. */
+    send: z.object({
+      resultKey: z.string().min(1),
+      resultId: z.string().min(1),
+      voiceTargetId: z.string().min(1),
+      text: z.string(),
+    }),
+    endedHeads,
+  }),
+  endedSchema.extend({ endedHeads }),
+  z.object({
+    verdict: z.literal("behind"),
+    head: z.object({ playbackId: z.string().min(1), kind: playbackKindSchema, state: playbackStateSchema }),
+    waitUntil: epochMs,
+    endedHeads,
+  }),
+  z.object({ verdict: z.literal("offline"), waitUntil: epochMs, endedHeads }),
+  awaitingAckSchema,
+  settledSchema,
+  z.object({ verdict: z.literal("invalid") }),
+  unknownSchema,
+]);
+export type Claim = z.infer<typeof claimSchema>;
+
+const sentSchema = z.discriminatedUnion("verdict", [awaitingAckSchema, settledSchema, unknownSchema]);
+export type Sent = z.infer<typeof sentSchema>;
+
+const ackSchema = z.discriminatedUnion("verdict", [
+  z.object({
+    verdict: z.literal("moved"),
+    ...transition,
+    wake: z.string().min(1).optional(),
+    /** When the playback.start was handed to the gateway, for an ack that moved it out of `sending`. */
+    sentAt: epochMs.optional(),
+  }),
+  z.object({ verdict: z.literal("recorded") }),
+  z.object({ verdict: z.literal("stale"), state: playbackStateSchema }),
+  unknownSchema,
+]);
+export type AckStep = z.infer<typeof ackSchema>;
+
+const abandonSchema = z.discriminatedUnion("verdict", [endedSchema, settledSchema, unknownSchema]);
+export type Abandon = z.infer<typeof abandonSchema>;
+
+const lua = (file: string) => new URL(`../lua/${file}`, import.meta.url);
+const createOutbox = NamedLuaScript.fromFile<{ now: number } & NewOutboxEntry, typeof creationSchema>(
+  lua("outbox-create-1.lua"),
   creationSchema,
 );
-const createPlayback = LuaScript.fromFile(
-  new URL("../lua/playback-create-1.lua", import.meta.url),
-  z.tuple([createdSchema, playbackStateSchema]),
-);
-const playbackStep = LuaScript.fromFile(
-  new URL("../lua/playback-step-1.lua", import.meta.url),
-  stepResultSchema,
+const createRepeat = NamedLuaScript.fromFile<
+  { now: number; retentionMs: number } & NewRepeatPlayback,
+  z.ZodType<{ created: boolean; state: PlaybackState }>
+>(lua("playback-create-1.lua"), z.object({ created: z.boolean(), state: playbackStateSchema }));
+const claimPlayback = NamedLuaScript.fromFile<
+  { playbackId: string; now: number } & ClaimSettings,
+  typeof claimSchema
+>(lua("playback-claim-1.lua"), claimSchema);
+const markSent = NamedLuaScript.fromFile<
+  { playbackId: string; now: number; ackTimeoutMs: number },
+  typeof sentSchema
+>(lua("playback-sent-1.lua"), sentSchema);
+const applyAck = NamedLuaScript.fromFile<
+  { playbackId: string; now: number; ack: PlaybackAckState },
+  typeof ackSchema
+>(lua("playback-ack-1.lua"), ackSchema);
+const abandonPlayback = NamedLuaScript.fromFile<{ playbackId: string; now: number }, typeof abandonSchema>(
+  lua("playback-abandon-1.lua"),
+  abandonSchema,
 );
 
 /**
- * The outbox and playback records under the device's OS base (`B:outbox:<resultKey>`, `B:playback:<playbackId>`);
- * every change is one Lua step on the device's hash slot.
+ * The outbox and playback records under the device's OS base (`B:outbox:<resultKey>`, `B:playback:<playbackId>`)
+ * and the device's playback line (`B:playbacks:line`); every change is one Lua step on the device's hash slot.
  */
 export class PlaybackStore {
-  /**
-   * `orderWaitMs`: how long an answer or notice waits for an earlier-routed result of the device that has no outbox
-   * entry yet, and how often one waiting behind a queued or sent playback looks again.
-   */
+  /** `repeatRetentionMs`: how long a repeat's record is kept after its request (it has no outbox entry to go with). */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
-    private readonly orderWaitMs: number,
+    private readonly repeatRetentionMs: number,
   ) {}
 
-  async createOutboxEntry(entry: NewOutboxEntry, now: number): Promise<OutboxCreation> {
-    return createOutbox.run(
-      this.redis,
-      [this.device(entry.deviceId).base],
-      [
-        entry.resultKey,
-        now,
-        entry.deviceId,
-        entry.resultId,
-        entry.state,
-        entry.reason ?? "",
-        entry.speechText,
-        entry.voiceTargetId ?? "",
-        entry.playbackId ?? "",
-        entry.voiceTargetExpiresAt ?? "",
-        entry.newestRunId ?? "",
-        entry.notice?.playbackId ?? "",
-        entry.notice?.text ?? "",
-      ],
-    );
+  createOutboxEntry(entry: NewOutboxEntry, now: number): Promise<OutboxCreation> {
+    return createOutbox.run(this.redis, [this.base(entry.deviceId)], { ...entry, now });
   }
 
-  async createRepeat(
+  createRepeat(
     playback: NewRepeatPlayback,
     now: number,
   ): Promise<{ created: boolean; state: PlaybackState }> {
-    const [created, state] = await createPlayback.run(
-      this.redis,
-      [this.device(playback.deviceId).base],
-      [
-        playback.playbackId,
-        now,
-        playback.deviceId,
-        playback.resultKey,
-        playback.resultId,
-        "repeat" satisfies PlaybackKind,
-        playback.state,
-        playback.reason ?? "",
-        playback.voiceTargetId,
-        playback.text,
-      ],
-    );
-    return { created: created === 1, state };
+    return createRepeat.run(this.redis, [this.base(playback.deviceId)], {
+      ...playback,
+      now,
+      retentionMs: this.repeatRetentionMs,
+    });
   }
 
-  async step(
-    deviceId: string,
-    playbackId: string,
-    operation: StepOperation,
-    now: number,
-  ): Promise<StepResult> {
-    const args =
-      operation.op === "claim"
-        ? [operation.offlineRecheckMs, operation.deadGateway, operation.repeatWaitMs]
-        : operation.op === "ack"
-          ? [operation.ack, playbackAcksChannel(this.keys), deviceId]
-          : [""];
-    return playbackStep.run(
-      this.redis,
-      [this.device(deviceId).base],
-      [operation.op, playbackId, now, this.orderWaitMs, ...args],
-    );
+  /** The job's turn: what to do with the playback now (send it, wait, or nothing). */
+  claim(deviceId: string, playbackId: string, settings: ClaimSettings, now: number): Promise<Claim> {
+    return claimPlayback.run(this.redis, [this.base(deviceId)], { playbackId, now, ...settings });
   }
 
-  /** Whether the result still has its place in the device's speech order (a playback waiting for it re-checks). */
-  async inSpeechOrder(deviceId: string, resultKey: string): Promise<boolean> {
-    return (await this.redis.zscore(this.device(deviceId).speechOrder, resultKey)) !== null;
+  /** The playback.start was handed to the gateway: from now on the playback waits for its ack until the deadline. */
+  sent(deviceId: string, playbackId: string, ackTimeoutMs: number, now: number): Promise<Sent> {
+    return markSent.run(this.redis, [this.base(deviceId)], { playbackId, now, ackTimeoutMs });
+  }
+
+  ack(deviceId: string, playbackId: string, ack: PlaybackAckState, now: number): Promise<AckStep> {
+    return applyAck.run(this.redis, [this.base(deviceId)], { playbackId, now, ack });
+  }
+
+  abandon(deviceId: string, playbackId: string, now: number): Promise<Abandon> {
+    return abandonPlayback.run(this.redis, [this.base(deviceId)], { playbackId, now });
+  }
+
+  /** A repeat that will never be created (its result is unknown to the device) gives back its reservation. */
+  async releaseRepeat(deviceId: string, playbackId: string): Promise<void> {
+    await this.redis.zrem(this.device(deviceId).repeatsAccepted, playbackId);
+  }
+
+  /** The playback at the head of the device's line, the one that may be sent. */
+  async lineHead(deviceId: string): Promise<string | undefined> {
+    return (await this.redis.lindex(this.device(deviceId).playbackLine, 0)) ?? undefined;
   }
 
   /** The device's playbacks whose jobs wait for its Lamp to connect. */
-  async awaitingLamp(deviceId: string): Promise<string[]> {
+  awaitingLamp(deviceId: string): Promise<string[]> {
     return this.redis.zrange(this.device(deviceId).awaitingLamp, 0, -1);
   }
 
@@ -255,6 +221,10 @@ export class PlaybackStore {
   async outboxEntry(deviceId: string, resultKey: string): Promise<OutboxEntry | undefined> {
     const fields = await this.redis.hgetall(this.device(deviceId).outbox(resultKey));
     return Object.keys(fields).length === 0 ? undefined : outboxEntrySchema.parse(fields);
+  }
+
+  private base(deviceId: string): string {
+    return this.device(deviceId).base;
   }
 
   private device(deviceId: string): OsDeviceKeys {
