@@ -23,7 +23,9 @@ export const OS_DEVICE_KEYS = {
   outbox: { suffix: "outbox", id: "resultKey" },
   playback: { suffix: "playback", id: "playbackId" },
   awaitingLamp: { suffix: "playbacks:awaiting-lamp" },
-  speechOrder: { suffix: "speech-order" },
+  playbackLine: { suffix: "playbacks:line" },
+  repeatsAccepted: { suffix: "playbacks:repeats" },
+  resultClaim: { suffix: "routed", id: "resultKey" },
   rejections: { suffix: "rejections" },
   protocolErrors: { suffix: "protocol-errors" },
   commands: { suffix: "commands" },
@@ -128,7 +130,7 @@ export class OsDeviceKeys {
 
   /** The content hash a result identity was claimed with by the router, before it was routed. */
   resultClaim(resultKey: string): string {
-    return `${this.base}:routed:${resultKey}`;
+    return keyWithId(this.base, OS_DEVICE_KEYS.resultClaim, resultKey);
   }
 
   outbox(resultKey: string): string {
@@ -152,7 +154,7 @@ export class OsDeviceKeys {
    * created them (a list). Only its head is sent; a playback leaves it when it started on the Lamp or ended.
    */
   get playbackLine(): string {
-    return `${this.base}:playbacks:line`;
+    return keyUnder(this.base, OS_DEVICE_KEYS.playbackLine);
   }
 
   /**
@@ -160,16 +162,7 @@ export class OsDeviceKeys {
    * what PLAYBACK_MAX_QUEUED_REPEATS bounds. The tts-dispatcher removes each when it leaves the line.
    */
   get repeatsAccepted(): string {
-    return `${this.base}:playbacks:repeats`;
-  }
-
-  /**
-   * The device's speech order: resultKeys scored by when the router routed them (zset). The router adds each
-   * routed result; the tts-dispatcher starts a result's playback only once no earlier entry is still owed (bounded
-   * by SPEECH_ORDER_WAIT_MS), and takes it out when its first playback leaves `queued`.
-   */
-  get speechOrder(): string {
-    return keyUnder(this.base, OS_DEVICE_KEYS.speechOrder);
+    return keyUnder(this.base, OS_DEVICE_KEYS.repeatsAccepted);
   }
 
   get rejections(): string {

@@ -16,7 +16,9 @@ function os_keys.resultId(base, resultId) return base .. ':result-id:' .. result
 function os_keys.outbox(base, resultKey) return base .. ':outbox:' .. resultKey end
 function os_keys.playback(base, playbackId) return base .. ':playback:' .. playbackId end
 function os_keys.awaitingLamp(base) return base .. ':playbacks:awaiting-lamp' end
-function os_keys.speechOrder(base) return base .. ':speech-order' end
+function os_keys.playbackLine(base) return base .. ':playbacks:line' end
+function os_keys.repeatsAccepted(base) return base .. ':playbacks:repeats' end
+function os_keys.resultClaim(base, resultKey) return base .. ':routed:' .. resultKey end
 function os_keys.rejections(base) return base .. ':rejections' end
 function os_keys.protocolErrors(base) return base .. ':protocol-errors' end
 function os_keys.commands(base) return base .. ':commands' end
