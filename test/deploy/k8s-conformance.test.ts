@@ -19,9 +19,11 @@ import { waitFor } from "../helpers/test-redis.js";
 import { TestLamp } from "../e2e/test-lamp.js";
 import { containerEnvironment, type AddressMap } from "./pod-environment.js";
 import {
+  decodeManifests,
   deploymentSchema,
   ofKind,
   overlayDocuments,
+  overlayText,
   scaledObjectSchema,
   type DeploymentDoc,
   type KubeDoc,
@@ -57,6 +59,27 @@ function aSecret(keys: string[], redisUrl: string): Record<string, string> {
 }
 
 const STREAM_TRIGGER_TYPES = ["redis-streams", "redis-cluster-streams"];
+
+describe("manifests decoded the way Kubernetes decodes them (YAML 1.1)", () => {
+  const configMap = (value: string) =>
+    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lampline-config\ndata:\n  TURN_CORRELATION_V2: ${value}\n`;
+
+  it("a ConfigMap value written as an unquoted on is a boolean, and the schema check refuses it", async () => {
+    const [unquoted] = decodeManifests(configMap("on"));
+    if (!unquoted) throw new Error("no document");
+    expect(unquoted.data).toEqual({ TURN_CORRELATION_V2: true });
+    await expect(schemaValidate(unquoted)).rejects.toThrow(/must be string/);
+    const [quoted] = decodeManifests(configMap('"on"'));
+    if (!quoted) throw new Error("no document");
+    await expect(schemaValidate(quoted)).resolves.toBeUndefined();
+  });
+
+  for (const overlay of OVERLAYS)
+    it(`overlay ${overlay.name} means the same under YAML 1.1 as under YAML 1.2`, () => {
+      const text = overlayText(overlay.name);
+      expect(decodeManifests(text, "1.1")).toEqual(decodeManifests(text, "1.2"));
+    });
+});
 
 describe("Kubernetes manifests", () => {
   it("the checked-in render is what the TypeScript renders (npx tsx tools/deploy/render.ts)", async () => {

@@ -368,7 +368,10 @@ function networkPolicies(overlay: Overlay): NetworkPolicy[] {
       spec: {
         podSelector: { matchLabels: { "app.kubernetes.io/part-of": "lampline" } },
         policyTypes: ["Ingress"],
-        ingress: [{ from: [inNamespace] }, { from: [monitoring], ports: [{ port: "http" as never }] }],
+        ingress: [
+          { from: [inNamespace] },
+          { from: [monitoring], ports: [{ port: "http" as never }, { port: "metrics" as never }] },
+        ],
       },
     }),
     new NetworkPolicy({
@@ -443,6 +446,22 @@ export const REDIS_ARGS = [
   "",
 ];
 
+/** Redis's own figures for Prometheus (memory against maxmemory: the LamplineRedisMemoryNearLimit alert). */
+export const REDIS_EXPORTER_IMAGE = "oliver006/redis_exporter:v1.62.0";
+const REDIS_EXPORTER_PORT = 9121;
+
+function redisExporter(): IContainer {
+  return {
+    name: "redis-exporter",
+    image: REDIS_EXPORTER_IMAGE,
+    env: [{ name: "REDIS_ADDR", value: "redis://localhost:6379" }],
+    ports: [{ name: "metrics", containerPort: REDIS_EXPORTER_PORT }],
+    readinessProbe: { httpGet: { path: "/health", port: "metrics" }, periodSeconds: 10 },
+    resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "64Mi" } },
+    securityContext: restricted,
+  };
+}
+
 function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
   return [
     new StatefulSet({
@@ -452,7 +471,14 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
         replicas: 1,
         selector: selector("redis"),
         template: {
-          metadata: { labels: labels("redis") },
+          metadata: {
+            labels: labels("redis"),
+            annotations: {
+              "prometheus.io/scrape": "true",
+              "prometheus.io/port": String(REDIS_EXPORTER_PORT),
+              "prometheus.io/path": "/metrics",
+            },
+          },
           spec: {
             securityContext: podSecurity(999),
             automountServiceAccountToken: false,
@@ -469,6 +495,7 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
                 securityContext: restricted,
                 volumeMounts: [{ name: "data", mountPath: "/data" }],
               },
+              redisExporter(),
             ],
           },
         },
