@@ -55,6 +55,9 @@ source tools/containers/engine.sh
 source tools/containers/stand-in-images.sh
 install_missing
 mkdir -p "$CONTAINERS_DIR"
+# One check at a time per checkout: a second would share the engine's data root and socket.
+exec 9>"$CONTAINERS_DIR/lock"
+flock --nonblock 9 || { echo "containers: another check is running in this checkout" >&2; exit 1; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
