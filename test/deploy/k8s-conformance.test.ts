@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
@@ -207,6 +207,9 @@ describe("the dev overlay started as local processes", () => {
   let redisPort = 0;
   let secret: Record<string, string>;
 
+  // The containers' commands run in a compiled tree laid out as the image (deploy/Dockerfile).
+  let image = "";
+
   const start = (deployment: DeploymentDoc, env: Record<string, string>, command: string[]) => {
     const unset = Object.fromEntries(Object.keys(process.env).map((name) => [name, undefined]));
     const [file, ...args] = command;
@@ -215,11 +218,20 @@ describe("the dev overlay started as local processes", () => {
       { ...unset, PATH: process.env.PATH, ...env },
       [],
       [file === "node" ? process.execPath : (file ?? ""), args],
+      image,
     );
   };
 
   beforeAll(async () => {
     if (!overlay) throw new Error("no dev overlay");
+    mkdirSync(join(projectRoot, ".tmp"), { recursive: true });
+    image = mkdtempSync(join(projectRoot, ".tmp", "k8s-image-"));
+    execFileSync("sh", ["tools/deploy/compile.sh", image], { cwd: projectRoot });
+    mkdirSync(join(image, "test", "fixtures"), { recursive: true });
+    symlinkSync(
+      join(projectRoot, "test", "fixtures", "engine-scenarios"),
+      join(image, "test", "fixtures", "engine-scenarios"),
+    );
     redisPort = await freePort();
     // The StatefulSet's own command line, on loopback and a temp data directory.
     redis = new TsProcess(
@@ -274,12 +286,13 @@ describe("the dev overlay started as local processes", () => {
         start(deployment, envOf(deployment, container), container.command),
       );
     }
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     await Promise.all([...processes.values()].map((child) => child.kill("SIGKILL")));
     await redis?.kill("SIGKILL");
     rmSync(root, { recursive: true, force: true });
+    if (image) rmSync(image, { recursive: true, force: true });
   });
 
   it("every container answers its readiness and liveness probe paths", async () => {

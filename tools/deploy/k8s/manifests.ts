@@ -174,7 +174,7 @@ function initContainers(shape: ServiceShape, overlay: Overlay): IContainer[] {
     {
       name: "stream-groups",
       image: IMAGE,
-      command: ["node", "--import", "tsx", "tools/deploy/ensure-stream-groups.ts"],
+      command: ["node", "tools/deploy/ensure-stream-groups.js"],
       envFrom: [{ configMapRef: { name: CONFIG } }],
       env: redisEnv(overlay),
       securityContext: restricted,
@@ -200,7 +200,7 @@ function podSpec(shape: ServiceShape, overlay: Overlay): IPodSpec {
       {
         name: shape.name,
         image: IMAGE,
-        command: ["node", "--import", "tsx", "services/run-service.ts"],
+        command: ["node", "services/run-service.js"],
         envFrom: [{ configMapRef: { name: CONFIG } }],
         env: [...serviceEnv(shape), ...redisEnv(overlay)],
         ports: [{ name: "http", containerPort: PORT }],
