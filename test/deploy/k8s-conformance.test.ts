@@ -11,7 +11,13 @@ import { signToken } from "../../libs/auth/tokens.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { serviceNamed } from "../../services/catalog.js";
 import { consumerGroups } from "../../tools/deploy/k8s/consumer-groups.js";
-import { KEY_PREFIX, REDIS_ARGS, secretKeys } from "../../tools/deploy/k8s/manifests.js";
+import {
+  IMAGE,
+  KEY_PREFIX,
+  REDIS_ARGS,
+  REDIS_EXPORTER_IMAGE,
+  secretKeys,
+} from "../../tools/deploy/k8s/manifests.js";
 import { OVERLAYS } from "../../tools/deploy/k8s/overlays.js";
 import { renderedFiles } from "../../tools/deploy/rendered-files.js";
 import { projectRoot, TsProcess } from "../helpers/child-process.js";
@@ -20,11 +26,11 @@ import { TestLamp } from "../e2e/test-lamp.js";
 import { containerEnvironment, type AddressMap } from "./pod-environment.js";
 import {
   decodeManifests,
-  deploymentSchema,
   ofKind,
   overlayDocuments,
   overlayText,
   scaledObjectSchema,
+  serviceDeployments,
   type DeploymentDoc,
   type KubeDoc,
 } from "./rendered-manifests.js";
@@ -90,11 +96,20 @@ describe("Kubernetes manifests", () => {
   for (const overlay of OVERLAYS) {
     describe(`overlay ${overlay.name}`, () => {
       const docs = overlayDocuments(overlay.name);
-      const deployments = ofKind(docs, deploymentSchema, "Deployment");
+      const deployments = serviceDeployments(docs, IMAGE);
       const scaled = ofKind(docs, scaledObjectSchema, "ScaledObject");
 
       it("every object is valid against the Kubernetes and KEDA schemas", async () => {
         for (const doc of docs) await schemaValidate(doc);
+        // The Redis exporter: beside Redis in dev, on its own for prod's external Redis, none for a Cluster.
+        const exporters = docs.filter((doc) => JSON.stringify(doc).includes(REDIS_EXPORTER_IMAGE));
+        expect(exporters.map((doc) => `${doc.kind}/${doc.metadata.name}`)).toEqual(
+          {
+            "in-cluster": ["StatefulSet/redis"],
+            external: ["Deployment/redis-exporter"],
+            "external-cluster": [],
+          }[overlay.redis],
+        );
         expect(deployments.map((deployment) => deployment.metadata.name).sort()).toEqual([
           "device-gateway",
           "engine-runner",
@@ -198,7 +213,7 @@ describe("Kubernetes manifests", () => {
 
 describe("the dev overlay started as local processes", () => {
   const docs = overlayDocuments("dev");
-  const deployments = ofKind(docs, deploymentSchema, "Deployment");
+  const deployments = serviceDeployments(docs, IMAGE);
   const overlay = OVERLAYS.find((candidate) => candidate.name === "dev");
   const root = mkdtempSync(join(tmpdir(), "k8s-dev-pods-"));
   const processes = new Map<string, TsProcess>();

@@ -99,3 +99,22 @@ export function overlayDocuments(overlay: string): KubeDoc[] {
 export function ofKind<S extends z.ZodType>(docs: KubeDoc[], schema: S, kind: string): z.infer<S>[] {
   return docs.filter((doc) => doc.kind === kind).map((doc) => schema.parse(doc));
 }
+
+const imageOfSchema = z.object({
+  spec: z.object({
+    template: z.object({ spec: z.object({ containers: z.array(z.object({ image: z.string() })) }) }),
+  }),
+});
+
+/** The Deployments of the project's own image: the services (the Redis exporter runs another image). */
+export function serviceDeployments(docs: KubeDoc[], image: string): DeploymentDoc[] {
+  return ofKind(
+    docs.filter(
+      (doc) =>
+        doc.kind === "Deployment" &&
+        imageOfSchema.parse(doc).spec.template.spec.containers.some((container) => container.image === image),
+    ),
+    deploymentSchema,
+    "Deployment",
+  );
+}

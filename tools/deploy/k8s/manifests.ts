@@ -450,11 +450,18 @@ export const REDIS_ARGS = [
 export const REDIS_EXPORTER_IMAGE = "oliver006/redis_exporter:v1.62.0";
 const REDIS_EXPORTER_PORT = 9121;
 
-function redisExporter(): IContainer {
+const scrapedOn = (port: number) => ({
+  "prometheus.io/scrape": "true",
+  "prometheus.io/port": String(port),
+  "prometheus.io/path": "/metrics",
+});
+
+/** Beside Redis in its pod (`localhost`), or on its own reading the Secret's REDIS_URL, credentials included. */
+function redisExporter(address: IEnvVar): IContainer {
   return {
     name: "redis-exporter",
     image: REDIS_EXPORTER_IMAGE,
-    env: [{ name: "REDIS_ADDR", value: "redis://localhost:6379" }],
+    env: [address],
     ports: [{ name: "metrics", containerPort: REDIS_EXPORTER_PORT }],
     readinessProbe: { httpGet: { path: "/health", port: "metrics" }, periodSeconds: 10 },
     resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "64Mi" } },
@@ -471,14 +478,7 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
         replicas: 1,
         selector: selector("redis"),
         template: {
-          metadata: {
-            labels: labels("redis"),
-            annotations: {
-              "prometheus.io/scrape": "true",
-              "prometheus.io/port": String(REDIS_EXPORTER_PORT),
-              "prometheus.io/path": "/metrics",
-            },
-          },
+          metadata: { labels: labels("redis"), annotations: scrapedOn(REDIS_EXPORTER_PORT) },
           spec: {
             securityContext: podSecurity(999),
             automountServiceAccountToken: false,
@@ -495,7 +495,7 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
                 securityContext: restricted,
                 volumeMounts: [{ name: "data", mountPath: "/data" }],
               },
-              redisExporter(),
+              redisExporter({ name: "REDIS_ADDR", value: "redis://localhost:6379" }),
             ],
           },
         },
@@ -518,6 +518,33 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
   ];
 }
 
+/**
+ * prod: the exporter for the external Redis, one replica. A Cluster overlay has no single address to give it (its
+ * Secret holds seeds): there the exporter belongs beside the Cluster (docs/operations.md).
+ */
+function externalRedisExporter(): Deployment {
+  return new Deployment({
+    metadata: meta("redis-exporter"),
+    spec: {
+      replicas: 1,
+      selector: selector("redis-exporter"),
+      template: {
+        metadata: { labels: labels("redis-exporter"), annotations: scrapedOn(REDIS_EXPORTER_PORT) },
+        spec: {
+          securityContext: podSecurity(65534),
+          automountServiceAccountToken: false,
+          containers: [
+            redisExporter({
+              name: "REDIS_ADDR",
+              valueFrom: { secretKeyRef: { name: SECRET, key: "REDIS_URL" } },
+            }),
+          ],
+        },
+      },
+    },
+  });
+}
+
 export type KubeObject = { apiVersion: string; kind: string; metadata?: { name?: string } } & {
   validate(): void;
   toJSON(): Record<string, unknown>;
@@ -530,6 +557,7 @@ export function renderOverlay(overlay: Overlay): KubeObject[] {
     configMap(overlay),
     agentsConfigMap(overlay),
     ...(overlay.redis === "in-cluster" ? redis() : []),
+    ...(overlay.redis === "external" ? [externalRedisExporter()] : []),
     ...SERVICES.flatMap((shape) => [
       deployment(shape, overlay),
       service(shape),
