@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { parse } from "yaml";
 import { z } from "zod";
 
-/** The fields of `docker-compose config` the check reads: each service's image and published ports. */
+/** The fields of `docker-compose config` the check reads: each service's image and whether it has a healthcheck. */
 const composeConfigSchema = z.object({
   services: z.record(
     z.string(),
