@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
@@ -11,7 +11,13 @@ import { signToken } from "../../libs/auth/tokens.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { serviceNamed } from "../../services/catalog.js";
 import { consumerGroups } from "../../tools/deploy/k8s/consumer-groups.js";
-import { KEY_PREFIX, REDIS_ARGS, secretKeys } from "../../tools/deploy/k8s/manifests.js";
+import {
+  IMAGE,
+  KEY_PREFIX,
+  REDIS_ARGS,
+  REDIS_EXPORTER_IMAGE,
+  secretKeys,
+} from "../../tools/deploy/k8s/manifests.js";
 import { OVERLAYS } from "../../tools/deploy/k8s/overlays.js";
 import { renderedFiles } from "../../tools/deploy/rendered-files.js";
 import { projectRoot, TsProcess } from "../helpers/child-process.js";
@@ -19,10 +25,12 @@ import { waitFor } from "../helpers/test-redis.js";
 import { TestLamp } from "../e2e/test-lamp.js";
 import { containerEnvironment, type AddressMap } from "./pod-environment.js";
 import {
-  deploymentSchema,
+  decodeManifests,
   ofKind,
   overlayDocuments,
+  overlayText,
   scaledObjectSchema,
+  serviceDeployments,
   type DeploymentDoc,
   type KubeDoc,
 } from "./rendered-manifests.js";
@@ -58,6 +66,27 @@ function aSecret(keys: string[], redisUrl: string): Record<string, string> {
 
 const STREAM_TRIGGER_TYPES = ["redis-streams", "redis-cluster-streams"];
 
+describe("manifests decoded the way Kubernetes decodes them (YAML 1.1)", () => {
+  const configMap = (value: string) =>
+    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lampline-config\ndata:\n  TURN_CORRELATION_V2: ${value}\n`;
+
+  it("a ConfigMap value written as an unquoted on is a boolean, and the schema check refuses it", async () => {
+    const [unquoted] = decodeManifests(configMap("on"));
+    if (!unquoted) throw new Error("no document");
+    expect(unquoted.data).toEqual({ TURN_CORRELATION_V2: true });
+    await expect(schemaValidate(unquoted)).rejects.toThrow(/must be string/);
+    const [quoted] = decodeManifests(configMap('"on"'));
+    if (!quoted) throw new Error("no document");
+    await expect(schemaValidate(quoted)).resolves.toBeUndefined();
+  });
+
+  for (const overlay of OVERLAYS)
+    it(`overlay ${overlay.name} means the same under YAML 1.1 as under YAML 1.2`, () => {
+      const text = overlayText(overlay.name);
+      expect(decodeManifests(text, "1.1")).toEqual(decodeManifests(text, "1.2"));
+    });
+});
+
 describe("Kubernetes manifests", () => {
   it("the checked-in render is what the TypeScript renders (npx tsx tools/deploy/render.ts)", async () => {
     for (const [path, content] of await renderedFiles())
@@ -67,11 +96,20 @@ describe("Kubernetes manifests", () => {
   for (const overlay of OVERLAYS) {
     describe(`overlay ${overlay.name}`, () => {
       const docs = overlayDocuments(overlay.name);
-      const deployments = ofKind(docs, deploymentSchema, "Deployment");
+      const deployments = serviceDeployments(docs, IMAGE);
       const scaled = ofKind(docs, scaledObjectSchema, "ScaledObject");
 
       it("every object is valid against the Kubernetes and KEDA schemas", async () => {
         for (const doc of docs) await schemaValidate(doc);
+        // The Redis exporter: beside Redis in dev, on its own for prod's external Redis, none for a Cluster.
+        const exporters = docs.filter((doc) => JSON.stringify(doc).includes(REDIS_EXPORTER_IMAGE));
+        expect(exporters.map((doc) => `${doc.kind}/${doc.metadata.name}`)).toEqual(
+          {
+            "in-cluster": ["StatefulSet/redis"],
+            external: ["Deployment/redis-exporter"],
+            "external-cluster": [],
+          }[overlay.redis],
+        );
         expect(deployments.map((deployment) => deployment.metadata.name).sort()).toEqual([
           "console",
           "device-gateway",
@@ -176,7 +214,7 @@ describe("Kubernetes manifests", () => {
 
 describe("the dev overlay started as local processes", () => {
   const docs = overlayDocuments("dev");
-  const deployments = ofKind(docs, deploymentSchema, "Deployment");
+  const deployments = serviceDeployments(docs, IMAGE);
   const overlay = OVERLAYS.find((candidate) => candidate.name === "dev");
   const root = mkdtempSync(join(tmpdir(), "k8s-dev-pods-"));
   const processes = new Map<string, TsProcess>();
@@ -184,6 +222,9 @@ describe("the dev overlay started as local processes", () => {
   let redis: TsProcess;
   let redisPort = 0;
   let secret: Record<string, string>;
+
+  // The containers' commands run in a compiled tree laid out as the image (deploy/Dockerfile).
+  let image = "";
 
   const start = (deployment: DeploymentDoc, env: Record<string, string>, command: string[]) => {
     const unset = Object.fromEntries(Object.keys(process.env).map((name) => [name, undefined]));
@@ -193,11 +234,20 @@ describe("the dev overlay started as local processes", () => {
       { ...unset, PATH: process.env.PATH, ...env },
       [],
       [file === "node" ? process.execPath : (file ?? ""), args],
+      image,
     );
   };
 
   beforeAll(async () => {
     if (!overlay) throw new Error("no dev overlay");
+    mkdirSync(join(projectRoot, ".tmp"), { recursive: true });
+    image = mkdtempSync(join(projectRoot, ".tmp", "k8s-image-"));
+    execFileSync("sh", ["tools/deploy/compile.sh", image], { cwd: projectRoot });
+    mkdirSync(join(image, "test", "fixtures"), { recursive: true });
+    symlinkSync(
+      join(projectRoot, "test", "fixtures", "engine-scenarios"),
+      join(image, "test", "fixtures", "engine-scenarios"),
+    );
     redisPort = await freePort();
     // The StatefulSet's own command line, on loopback and a temp data directory.
     redis = new TsProcess(
@@ -252,12 +302,13 @@ describe("the dev overlay started as local processes", () => {
         start(deployment, envOf(deployment, container), container.command),
       );
     }
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     await Promise.all([...processes.values()].map((child) => child.kill("SIGKILL")));
     await redis?.kill("SIGKILL");
     rmSync(root, { recursive: true, force: true });
+    if (image) rmSync(image, { recursive: true, force: true });
   });
 
   it("every container answers its readiness and liveness probe paths", async () => {

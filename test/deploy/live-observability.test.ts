@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { z } from "zod";
-import { freePort } from "../../libs/redis/redis-server-process.js";
+import { Redis } from "ioredis";
+import { freePort, RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { DASHBOARDS } from "../../tools/deploy/grafana/panels.js";
 import { projectRoot, TsProcess } from "../helpers/child-process.js";
 import { waitFor } from "../helpers/test-redis.js";
@@ -13,9 +14,10 @@ import { E2EStack, MACHINE, SERVICE_NAMES } from "../e2e/stack.js";
 
 /**
  * The shipped Prometheus config and rules and the shipped Alertmanager config, run by Debian's `prometheus` and
- * `prometheus-alertmanager` (installed by .ci/run) against the nine services as their own processes.
+ * `prometheus-alertmanager` (installed by .ci/run) against the nine services as their own processes, and
+ * Debian's `prometheus-redis-exporter` in front of a Redis of its own (the memory alert changes its maxmemory).
  */
-const tools = ["prometheus", "promtool", "prometheus-alertmanager"];
+const tools = ["prometheus", "promtool", "prometheus-alertmanager", "prometheus-redis-exporter"];
 const missing = tools.filter((tool) => spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0);
 if (missing.length > 0)
   process.stderr.write(
@@ -33,11 +35,24 @@ const queryAnswer = z.object({
 const rulesFile = z.object({
   groups: z.array(z.object({ rules: z.array(z.object({ alert: z.string(), expr: z.string() })) })),
 });
+const alertsSchema = z.array(z.object({ labels: z.record(z.string(), z.string()) }));
+
+/** The shipped rules with the Redis memory alert firing at once instead of after 5 minutes, in `dir`. */
+function promptRules(dir: string): string {
+  const rules = parse(readFileSync(RULES, "utf8"));
+  for (const group of rules.groups)
+    for (const rule of group.rules) if (rule.alert === "LamplineRedisMemoryNearLimit") rule.for = "0s";
+  const file = join(dir, "alerts.yml");
+  writeFileSync(file, stringify(rules));
+  return file;
+}
 
 describe.skipIf(missing.length > 0)("live Prometheus and Alertmanager with the shipped configuration", () => {
   let stack: E2EStack;
   let prometheus: TsProcess;
   let alertmanager: TsProcess;
+  let exporter: TsProcess;
+  let memoryRedis: RedisServerProcess;
   let promUrl = "";
   let amUrl = "";
 
@@ -55,18 +70,32 @@ describe.skipIf(missing.length > 0)("live Prometheus and Alertmanager with the s
       ],
     });
     const dir = mkdtempSync(join(tmpdir(), "observe-"));
-    const [promPort, amPort] = [await freePort(), await freePort()];
+    const [promPort, amPort, exporterPort] = [await freePort(), await freePort(), await freePort()];
     promUrl = `http://127.0.0.1:${promPort}`;
     amUrl = `http://127.0.0.1:${amPort}`;
+    memoryRedis = await RedisServerProcess.start({ appendonly: false });
+    exporter = new TsProcess(
+      "redis-exporter",
+      {},
+      [],
+      [
+        "prometheus-redis-exporter",
+        [`-redis.addr=${memoryRedis.url}`, `-web.listen-address=127.0.0.1:${exporterPort}`],
+      ],
+    );
+    const targetsOf: Record<string, string[]> = {
+      lampline: SERVICE_NAMES.map((name) => stack.url(name).replace("http://", "")),
+      redis: [`127.0.0.1:${exporterPort}`],
+    };
     const shipped = parse(readFileSync(PROMETHEUS_CONFIG, "utf8"));
     const config = {
       ...shipped,
       global: { scrape_interval: "1s", evaluation_interval: "1s" },
-      rule_files: [RULES],
+      rule_files: [promptRules(dir)],
       alerting: { alertmanagers: [{ static_configs: [{ targets: [`127.0.0.1:${amPort}`] }] }] },
-      scrape_configs: shipped.scrape_configs.map((job: Record<string, unknown>) => ({
+      scrape_configs: shipped.scrape_configs.map((job: { job_name: string }) => ({
         ...job,
-        static_configs: [{ targets: SERVICE_NAMES.map((name) => stack.url(name).replace("http://", "")) }],
+        static_configs: [{ targets: targetsOf[job.job_name] }],
       })),
     };
     const configFile = join(dir, "prometheus.yml");
@@ -108,6 +137,8 @@ describe.skipIf(missing.length > 0)("live Prometheus and Alertmanager with the s
   afterAll(async () => {
     await prometheus?.kill("SIGKILL");
     await alertmanager?.kill("SIGKILL");
+    await exporter?.kill("SIGKILL");
+    await memoryRedis?.stop();
     await stack?.stop();
   });
 
@@ -159,7 +190,6 @@ describe.skipIf(missing.length > 0)("live Prometheus and Alertmanager with the s
 
   it("stopping one service makes LamplineServiceDown reach Alertmanager", async () => {
     await stack.kill("run-resolver");
-    const alertsSchema = z.array(z.object({ labels: z.record(z.string(), z.string()) }));
     const alerts = await waitFor(
       async () => alertsSchema.parse(await (await fetch(`${amUrl}/api/v2/alerts`)).json()),
       (list) => list.some((alert) => alert.labels.alertname === "LamplineServiceDown"),
@@ -168,4 +198,24 @@ describe.skipIf(missing.length > 0)("live Prometheus and Alertmanager with the s
     const down = alerts.find((alert) => alert.labels.alertname === "LamplineServiceDown");
     expect(down?.labels.instance).toBe(stack.url("run-resolver").replace("http://", ""));
   }, 120_000);
+
+  it("the Redis exporter's memory series reach Prometheus, and Redis near maxmemory fires LamplineRedisMemoryNearLimit", async () => {
+    const series = await waitFor(
+      async () => (await query("redis_memory_used_bytes and on() redis_memory_max_bytes")).data.result,
+      (result) => result.length === 1,
+      { timeoutMs: 30_000 },
+    );
+    expect(series).toHaveLength(1);
+    const redis = new Redis(memoryRedis.url);
+    const used = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1]);
+    // Used memory at 95% of the limit: noeviction keeps it there, above the alert's 85%.
+    await redis.config("SET", "maxmemory", String(Math.ceil(used / 0.95)));
+    await redis.quit();
+    const alerts = await waitFor(
+      async () => alertsSchema.parse(await (await fetch(`${amUrl}/api/v2/alerts`)).json()),
+      (list) => list.some((alert) => alert.labels.alertname === "LamplineRedisMemoryNearLimit"),
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(alerts.map((alert) => alert.labels.alertname)).toContain("LamplineRedisMemoryNearLimit");
+  }, 90_000);
 });

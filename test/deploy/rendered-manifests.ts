@@ -77,11 +77,44 @@ export type KubeDoc = { apiVersion: string; kind: string; metadata: { name: stri
   unknown
 >;
 
+/** The YAML version a reader applies: Kubernetes decodes manifests as YAML 1.1 (`on`, `yes`, `off` are booleans). */
+export type YamlVersion = "1.1" | "1.2";
+
+/** Objects as an API server decodes them (YAML 1.1, sigs.k8s.io/yaml), or as a YAML 1.2 reader would. */
+export function decodeManifests(text: string, version: YamlVersion = "1.1"): KubeDoc[] {
+  return parseAllDocuments(text, { version }).map((document) => {
+    if (document.errors.length > 0) throw new Error(`manifest YAML: ${document.errors[0]?.message}`);
+    return document.toJS() as KubeDoc;
+  });
+}
+
+export function overlayText(overlay: string): string {
+  return readFileSync(join(projectRoot, "deploy", "k8s", overlay, "lampline.yaml"), "utf8");
+}
+
 export function overlayDocuments(overlay: string): KubeDoc[] {
-  const text = readFileSync(join(projectRoot, "deploy", "k8s", overlay, "lampline.yaml"), "utf8");
-  return parseAllDocuments(text).map((document) => document.toJS() as KubeDoc);
+  return decodeManifests(overlayText(overlay));
 }
 
 export function ofKind<S extends z.ZodType>(docs: KubeDoc[], schema: S, kind: string): z.infer<S>[] {
   return docs.filter((doc) => doc.kind === kind).map((doc) => schema.parse(doc));
+}
+
+const imageOfSchema = z.object({
+  spec: z.object({
+    template: z.object({ spec: z.object({ containers: z.array(z.object({ image: z.string() })) }) }),
+  }),
+});
+
+/** The Deployments of the project's own image: the services (the Redis exporter runs another image). */
+export function serviceDeployments(docs: KubeDoc[], image: string): DeploymentDoc[] {
+  return ofKind(
+    docs.filter(
+      (doc) =>
+        doc.kind === "Deployment" &&
+        imageOfSchema.parse(doc).spec.template.spec.containers.some((container) => container.image === image),
+    ),
+    deploymentSchema,
+    "Deployment",
+  );
 }

@@ -32,6 +32,8 @@ export class TsProcess {
       process.execPath,
       ["--import", "tsx", resolve(projectRoot, entry), ...args],
     ],
+    /** Where the command's relative paths resolve: the checkout, or a compiled tree laid out as the image. */
+    private readonly cwd: string = projectRoot,
   ) {
     this.owned = this.spawnChild();
     this.exited = this.exitOf(this.owned.child);
@@ -94,7 +96,7 @@ export class TsProcess {
   private spawnChild(): OwnedProcess {
     const [file, args] = this.command;
     const owned = spawnOwned(file, args, {
-      cwd: projectRoot,
+      cwd: this.cwd,
       env: childEnv(this.env),
       stdio: ["ignore", "pipe", "pipe"],
       onOwnerExit: "SIGKILL",

@@ -16,7 +16,9 @@ async function formatted(text: string, path: string): Promise<string> {
 }
 
 function manifestsYaml(overlay: Overlay): string {
-  const documents = renderOverlay(overlay).map((object) => stringify(object.toJSON(), { lineWidth: 0 }));
+  const documents = renderOverlay(overlay).map((object) =>
+    stringify(object.toJSON(), { lineWidth: 0, version: "1.1" }),
+  );
   return GENERATED + documents.join("---\n");
 }
 

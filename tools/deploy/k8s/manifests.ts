@@ -182,7 +182,7 @@ function initContainers(shape: ServiceShape, overlay: Overlay): IContainer[] {
     {
       name: "stream-groups",
       image: IMAGE,
-      command: ["node", "--import", "tsx", "tools/deploy/ensure-stream-groups.ts"],
+      command: ["node", "tools/deploy/ensure-stream-groups.js"],
       envFrom: [{ configMapRef: { name: CONFIG } }],
       env: redisEnv(overlay),
       securityContext: restricted,
@@ -208,7 +208,7 @@ function podSpec(shape: ServiceShape, overlay: Overlay): IPodSpec {
       {
         name: shape.name,
         image: IMAGE,
-        command: ["node", "--import", "tsx", "services/run-service.ts"],
+        command: ["node", "services/run-service.js"],
         envFrom: [{ configMapRef: { name: CONFIG } }],
         env: [...serviceEnv(shape), ...redisEnv(overlay)],
         ports: [{ name: "http", containerPort: PORT }],
@@ -376,7 +376,10 @@ function networkPolicies(overlay: Overlay): NetworkPolicy[] {
       spec: {
         podSelector: { matchLabels: { "app.kubernetes.io/part-of": "lampline" } },
         policyTypes: ["Ingress"],
-        ingress: [{ from: [inNamespace] }, { from: [monitoring], ports: [{ port: "http" as never }] }],
+        ingress: [
+          { from: [inNamespace] },
+          { from: [monitoring], ports: [{ port: "http" as never }, { port: "metrics" as never }] },
+        ],
       },
     }),
     new NetworkPolicy({
@@ -455,6 +458,29 @@ export const REDIS_ARGS = [
   "",
 ];
 
+/** Redis's own figures for Prometheus (memory against maxmemory: the LamplineRedisMemoryNearLimit alert). */
+export const REDIS_EXPORTER_IMAGE = "oliver006/redis_exporter:v1.62.0";
+const REDIS_EXPORTER_PORT = 9121;
+
+const scrapedOn = (port: number) => ({
+  "prometheus.io/scrape": "true",
+  "prometheus.io/port": String(port),
+  "prometheus.io/path": "/metrics",
+});
+
+/** Beside Redis in its pod (`localhost`), or on its own reading the Secret's REDIS_URL, credentials included. */
+function redisExporter(address: IEnvVar): IContainer {
+  return {
+    name: "redis-exporter",
+    image: REDIS_EXPORTER_IMAGE,
+    env: [address],
+    ports: [{ name: "metrics", containerPort: REDIS_EXPORTER_PORT }],
+    readinessProbe: { httpGet: { path: "/health", port: "metrics" }, periodSeconds: 10 },
+    resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "64Mi" } },
+    securityContext: restricted,
+  };
+}
+
 function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
   return [
     new StatefulSet({
@@ -464,7 +490,7 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
         replicas: 1,
         selector: selector("redis"),
         template: {
-          metadata: { labels: labels("redis") },
+          metadata: { labels: labels("redis"), annotations: scrapedOn(REDIS_EXPORTER_PORT) },
           spec: {
             securityContext: podSecurity(999),
             automountServiceAccountToken: false,
@@ -481,6 +507,7 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
                 securityContext: restricted,
                 volumeMounts: [{ name: "data", mountPath: "/data" }],
               },
+              redisExporter({ name: "REDIS_ADDR", value: "redis://localhost:6379" }),
             ],
           },
         },
@@ -503,6 +530,33 @@ function redis(): (StatefulSet | Service | PodDisruptionBudget)[] {
   ];
 }
 
+/**
+ * prod: the exporter for the external Redis, one replica. A Cluster overlay has no single address to give it (its
+ * Secret holds seeds): there the exporter belongs beside the Cluster (docs/operations.md).
+ */
+function externalRedisExporter(): Deployment {
+  return new Deployment({
+    metadata: meta("redis-exporter"),
+    spec: {
+      replicas: 1,
+      selector: selector("redis-exporter"),
+      template: {
+        metadata: { labels: labels("redis-exporter"), annotations: scrapedOn(REDIS_EXPORTER_PORT) },
+        spec: {
+          securityContext: podSecurity(65534),
+          automountServiceAccountToken: false,
+          containers: [
+            redisExporter({
+              name: "REDIS_ADDR",
+              valueFrom: { secretKeyRef: { name: SECRET, key: "REDIS_URL" } },
+            }),
+          ],
+        },
+      },
+    },
+  });
+}
+
 export type KubeObject = { apiVersion: string; kind: string; metadata?: { name?: string } } & {
   validate(): void;
   toJSON(): Record<string, unknown>;
@@ -515,6 +569,7 @@ export function renderOverlay(overlay: Overlay): KubeObject[] {
     configMap(overlay),
     agentsConfigMap(overlay),
     ...(overlay.redis === "in-cluster" ? redis() : []),
+    ...(overlay.redis === "external" ? [externalRedisExporter()] : []),
     ...SERVICES.flatMap((shape) => [
       deployment(shape, overlay),
       service(shape),

@@ -22,9 +22,10 @@ export interface Overlay {
   agents: unknown[];
 }
 
+/** engine-sim as the image holds it: compiled (tools/deploy/compile.sh), with the scenario fixtures beside it. */
 const engineSim = (protocol: string, scenario: string) => [
   "node",
-  "bin/engine-sim.mjs",
+  "tools/engine-sim/main.js",
   "--protocol",
   protocol,
   "--scenario",
