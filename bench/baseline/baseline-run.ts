@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { spawnOwned, type OwnedProcess } from "../../libs/service/owned-processes.js";
+import { spawnOwned, type OwnedProcess } from "../../libs/processes/owned-processes.js";
 import { sleep } from "../../libs/timing/sleep.js";
 import { projectRoot } from "../../test/helpers/child-process.js";
 import type { LatencySummary } from "../e2e/latency.js";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { baseEnvSchema } from "../config/env-fields.js";
 import { parseConfig } from "../config/load-config.js";
 import { Keyspace } from "../redis/keyspace.js";
-import { consumerSettingsOf } from "../streams/consumer-settings.js";
+import { consumerSettingsOf } from "../config/consumer-settings.js";
 import { PIPELINE_STREAMS, STREAM_CATALOG } from "./catalog.js";
 import { catalogSectionOf, renderStreamCatalog } from "./catalog-table.js";
 

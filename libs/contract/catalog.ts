@@ -2,8 +2,8 @@ import type { z } from "zod";
 import { baseEnvSchema } from "../config/env-fields.js";
 import { deviceCommandSchema, sendReplySchema } from "./device-commands.js";
 import { RUN_UPDATES_KEPT, runUpdateRecordSchema } from "./run-update.js";
-import { protocolErrorRecordSchema, rejectionRecordSchema } from "../os-store/result-record.js";
-import { consumerSettingsOf, STREAM_CONSUMER_ENV } from "../streams/consumer-settings.js";
+import { protocolErrorRecordSchema, rejectionRecordSchema } from "./os-audit-records.js";
+import { consumerSettingsOf, STREAM_CONSUMER_ENV } from "../config/consumer-settings.js";
 import { lampDeliverySchema, lampEventSchema, playbackJobSchema } from "./lamp-payloads.js";
 import {
   engineRecordEntrySchema,

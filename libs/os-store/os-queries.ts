@@ -3,7 +3,8 @@ import type { Keyspace } from "../redis/keyspace.js";
 import { expiredHeldResultSchema, expiredHeldResultView } from "./expired-held-result.js";
 import { heldResultSchema, heldResultView } from "./held-result.js";
 import { OsDeviceKeys } from "./os-keys.js";
-import { parseResultRecord, protocolErrorRecordSchema, rejectionRecordSchema } from "./result-record.js";
+import { protocolErrorRecordSchema, rejectionRecordSchema } from "../contract/os-audit-records.js";
+import { parseResultRecord } from "./result-record.js";
 import { parseRunRecord, type RunRecord, type RunState } from "./run-record.js";
 
 const MAX_LISTED = 200;

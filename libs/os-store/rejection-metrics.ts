@@ -1,6 +1,6 @@
 import { Counter } from "prom-client";
 import { perRegistry } from "../metrics/per-registry.js";
-import { rejectionReasonSchema } from "./result-record.js";
+import { rejectionReasonSchema } from "../contract/os-audit-records.js";
 
 /**
  * `os_rejected_events_total`: the router and the run-resolver both reject Harness result events into `B:rejections`,

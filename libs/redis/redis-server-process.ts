@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { z } from "zod";
-import { spawnOwned, type OwnedProcess } from "../service/owned-processes.js";
+import { spawnOwned, type OwnedProcess } from "../processes/owned-processes.js";
 
 export interface RedisServerOptions {
   /** Directory for AOF/RDB files; a fresh temp dir when omitted. */

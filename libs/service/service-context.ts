@@ -5,7 +5,7 @@ import type { HealthRegistry } from "../http/health.js";
 import type { Logger } from "../logging/logger.js";
 import type { RedisConnections } from "../redis/connections.js";
 import type { Keyspace } from "../redis/keyspace.js";
-import type { StreamConsumerSettings } from "../streams/stream-consumer.js";
+import type { StreamConsumerSettings } from "../config/consumer-settings.js";
 
 /** What a service gets from its host process, whether it runs alone or inside the all-in-one process. */
 export interface ServiceContext {

@@ -14,7 +14,7 @@ import { RedisConnections } from "../redis/connections.js";
 import { isRedisUnavailableError } from "../redis/redis-errors.js";
 import { OutageLogFilter } from "../redis/outage-log-filter.js";
 import { Keyspace } from "../redis/keyspace.js";
-import { consumerSettingsOf } from "../streams/consumer-settings.js";
+import { consumerSettingsOf } from "../config/consumer-settings.js";
 import type { RunningService, ServiceDefinition } from "./service-context.js";
 import { hostSettingsOf } from "./host-settings.js";
 import { drainOnSignals } from "./shutdown.js";

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createMetricsRegistry } from "../metrics/registry.js";
-import { StreamConsumer, type StreamConsumerSettings, type StreamEntry } from "./stream-consumer.js";
+import type { StreamConsumerSettings } from "../config/consumer-settings.js";
+import { StreamConsumer, type StreamEntry } from "./stream-consumer.js";
 import { appendToStream } from "./stream-writer.js";
 import { newestDeadLetters, redriveDeadLetter, redriveKey } from "./dead-letters.js";
 import { RedisConnections } from "../redis/connections.js";

@@ -1,4 +1,5 @@
 import type { RedisClient } from "../redis/redis-client.js";
+import type { StreamConsumerSettings } from "../config/consumer-settings.js";
 import { z } from "zod";
 import type { Logger } from "../logging/logger.js";
 import type { Keyspace } from "../redis/keyspace.js";
@@ -60,17 +61,6 @@ interface ReadyEntry<T> {
 export interface EntryFailure {
   code: string;
   message: string;
-}
-
-export interface StreamConsumerSettings {
-  batchSize: number;
-  blockMs: number;
-  claimMinIdleMs: number;
-  maxDeliveries: number;
-  retryDelayMs: number;
-  /** Trim the stream of what every group is past, and cap its dead letters, this often (absent: never). */
-  trimIntervalMs?: number;
-  deadLetterMaxLength?: number;
 }
 
 export interface StreamConsumerOptions<S extends z.ZodType> {

@@ -8,7 +8,7 @@ import {
   protocolErrorRecordSchema,
   rejectionRecordSchema,
   rejectionReasonSchema,
-} from "../../libs/os-store/result-record.js";
+} from "../../libs/contract/os-audit-records.js";
 
 /** The answers of the OS query API (docs/wire-protocol.md "OS query API"), as the OpenAPI document states them. */
 

@@ -1,6 +1,6 @@
 import { parseConfig } from "../../libs/config/load-config.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
-import { CompletionMarks } from "../../libs/metrics/completion-marks.js";
+import { CompletionMarks } from "../../libs/os-store/completion-marks.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";
 import { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";

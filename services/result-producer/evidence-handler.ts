@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Counter } from "prom-client";
 import type { HarnessEvidence } from "../../libs/contract/streams.js";
 import type { Logger } from "../../libs/logging/logger.js";
-import type { CompletionMarks } from "../../libs/metrics/completion-marks.js";
+import type { CompletionMarks } from "../../libs/os-store/completion-marks.js";
 import type { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";
 import type { ProducerConfig } from "./config.js";
 import type { DeviceLedger, LedgerEntry } from "./device-ledger.js";

@@ -5,7 +5,7 @@ import type { Receipt } from "../../libs/contract/receipt.js";
 import { EXPIRED_HELD_KEPT, type ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
 import { heldResultSchema, type HeldResult } from "../../libs/os-store/held-result.js";
 import type { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
-import type { ProtocolErrorRecord, RejectionRecord } from "../../libs/os-store/result-record.js";
+import type { ProtocolErrorRecord, RejectionRecord } from "../../libs/contract/os-audit-records.js";
 import { parseRunRecord, type RunRecord } from "../../libs/os-store/run-record.js";
 import { luaList } from "../../libs/redis/lua-list.js";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";

@@ -4,7 +4,7 @@ import { errorMessage } from "../../libs/errors/error-message.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { ExpiredHeldResult } from "../../libs/os-store/expired-held-result.js";
 import { heldResultView } from "../../libs/os-store/held-result.js";
-import type { RejectionRecord } from "../../libs/os-store/result-record.js";
+import type { RejectionRecord } from "../../libs/contract/os-audit-records.js";
 import type { LiveLink } from "./command-processor.js";
 import { runsNamedBy } from "./held-result-runs.js";
 import type { RouterMetrics } from "./router-metrics.js";

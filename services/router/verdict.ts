@@ -1,6 +1,6 @@
 import type { OsRouted } from "../../libs/contract/streams.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
-import type { RejectionReason } from "../../libs/os-store/result-record.js";
+import type { RejectionReason } from "../../libs/contract/os-audit-records.js";
 
 /** Where a Harness event came from on the transport (the cursor position it occupies). */
 export interface EventOrigin {

@@ -1,7 +1,7 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { parseConfig } from "../../libs/config/load-config.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
-import { CompletionMarks } from "../../libs/metrics/completion-marks.js";
+import { CompletionMarks } from "../../libs/os-store/completion-marks.js";
 import { defineService } from "../../libs/service/service-context.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { startServiceConsumer } from "../../libs/service/service-consumer.js";

@@ -7,7 +7,7 @@ import {
   type PlaybackReason,
   type PlaybackState,
 } from "../../libs/contract/os-playback.js";
-import type { CompletionMarks } from "../../libs/metrics/completion-marks.js";
+import type { CompletionMarks } from "../../libs/os-store/completion-marks.js";
 import { perRegistry } from "../../libs/metrics/per-registry.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { signalOwnedProcesses, spawnOwned, type OwnedProcess } from "../../libs/service/owned-processes.js";
+import { signalOwnedProcesses, spawnOwned, type OwnedProcess } from "../../libs/processes/owned-processes.js";
 
 export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 

@@ -10,7 +10,7 @@ import { createServiceServer } from "../../libs/http/service-server.js";
 import { createMetricsRegistry } from "../../libs/metrics/registry.js";
 import { RedisConnections } from "../../libs/redis/connections.js";
 import type { RunningService } from "../../libs/service/service-context.js";
-import { consumerSettingsOf } from "../../libs/streams/consumer-settings.js";
+import { consumerSettingsOf } from "../../libs/config/consumer-settings.js";
 import { consoleService } from "../../services/console/definition.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";

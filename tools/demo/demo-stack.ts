@@ -3,7 +3,7 @@ import { createWriteStream } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sleep } from "../../libs/timing/sleep.js";
-import { spawnOwned, type OwnedProcess } from "../../libs/service/owned-processes.js";
+import { spawnOwned, type OwnedProcess } from "../../libs/processes/owned-processes.js";
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const LISTENING = /all-in-one: listening on (http:\/\/\S+)/;

@@ -9,7 +9,8 @@ import { dirname, relative, resolve, sep } from "node:path";
  * are exempt). This is the one place the order is written (docs/architecture.md, "Layout", explains it).
  */
 export const LIBS_LAYERS = [
-  ["errors", "timing", "collections", "logging", "config", "auth", "processes"],
+  ["errors", "timing", "collections", "logging", "config", "processes"],
+  ["auth"],
   ["contract"],
   ["redis"],
   ["metrics"],

@@ -43,4 +43,27 @@ describe("the service import boundary (npm run lint)", () => {
       ),
     ).toEqual([]);
   });
+
+  it("fails an upward import inside libs, and allows a lower layer and a lib's own tests", async () => {
+    expect(
+      await boundaryErrors(
+        "libs/contract/layer-probe.ts",
+        'import { OsDeviceKeys } from "../os-store/os-keys.js";\nexport const probe = OsDeviceKeys;\n',
+      ),
+    ).toEqual([
+      "libs/contract must not import from libs/os-store: a lib imports only lower layers (LIBS_LAYERS)",
+    ]);
+    expect(
+      await boundaryErrors(
+        "libs/os-store/layer-probe.ts",
+        'import { nonEmpty } from "../contract/identifiers.js";\nexport const probe = nonEmpty;\n',
+      ),
+    ).toEqual([]);
+    expect(
+      await boundaryErrors(
+        "libs/contract/layer-probe.test.ts",
+        'import { OsDeviceKeys } from "../os-store/os-keys.js";\nexport const probe = OsDeviceKeys;\n',
+      ),
+    ).toEqual([]);
+  });
 });

@@ -1,5 +1,16 @@
-import type { BaseEnv } from "../config/env-fields.js";
-import type { StreamConsumerSettings } from "./stream-consumer.js";
+import type { BaseEnv } from "./env-fields.js";
+
+/** How every stream consumer of a host reads, retries and dead-letters (libs/streams/stream-consumer.ts). */
+export interface StreamConsumerSettings {
+  batchSize: number;
+  blockMs: number;
+  claimMinIdleMs: number;
+  maxDeliveries: number;
+  retryDelayMs: number;
+  /** Trim the stream of what every group is past, and cap its dead letters, this often (absent: never). */
+  trimIntervalMs?: number;
+  deadLetterMaxLength?: number;
+}
 
 /** The environment variable behind each consumer setting: every pipeline group uses its host's values. */
 export const STREAM_CONSUMER_ENV = {
