@@ -1,5 +1,5 @@
 import type { EngineKind } from "../libs/contract/engine.js";
-import type { EngineRecord } from "../libs/contract/streams.js";
+import type { EngineRecord } from "../libs/contract/pipeline-payloads.js";
 
 /**
  * Long synthetic sessions in the engines' real formats, generated lazily so the generator itself stays flat.

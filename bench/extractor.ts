@@ -5,7 +5,11 @@ import { Redis } from "ioredis";
 import { z } from "zod";
 import { countOption } from "./count-option.js";
 import { STREAM_CATALOG } from "../libs/contract/catalog.js";
-import { ENGINE_RECORDS_PER_ENTRY, engineRecordEntry, type EngineRecord } from "../libs/contract/streams.js";
+import {
+  ENGINE_RECORDS_PER_ENTRY,
+  engineRecordEntry,
+  type EngineRecord,
+} from "../libs/contract/pipeline-payloads.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
 import { hostServices } from "../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../libs/streams/stream-writer.js";

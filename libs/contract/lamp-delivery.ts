@@ -1,5 +1,3 @@
-import { STREAM_CATALOG } from "./catalog.js";
-
 export * from "./lamp-payloads.js";
 
 /**
@@ -10,14 +8,9 @@ export * from "./lamp-payloads.js";
  * - the playback worker (tts-dispatcher) writes `playback.start` to that instance's delivery stream, only while
  *   that instance's heartbeat is alive;
  * - the gateway forwards what the Lamp says about playback (acks, "say that again") to `os.lamp_events`.
- */
-export const LAMP_STREAMS = {
-  lampEvents: STREAM_CATALOG.lampEvents,
-  /** One per device-gateway instance; read without a consumer group (a dead instance's socket is gone anyway). */
-  lampDelivery: STREAM_CATALOG.lampDelivery,
-} as const;
-
-/** Presence TTL: a gateway refreshes every third of it; a missing key proves there is no live Lamp connection. */
+ * Those streams are in the catalog (`STREAM_CATALOG.lampDelivery`, `STREAM_CATALOG.lampEvents`).
+ *
+ * Presence TTL: a gateway refreshes every third of it; a missing key proves there is no live Lamp connection. */
 export const LAMP_PRESENCE_TTL_MS = 15_000;
 
 /**

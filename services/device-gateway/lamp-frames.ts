@@ -1,8 +1,9 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { WebSocket } from "ws";
 import type { Counter } from "prom-client";
 import { z } from "zod";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+
 import { MAX_PROMPT_BYTES } from "../../libs/contract/harness-wire.js";
 import { utf8Bytes } from "../../libs/contract/identifiers.js";
 import {
@@ -243,7 +244,7 @@ export class LampFrames {
     playbackId: string,
     state: "started" | "finished" | "interrupted" | "rejected",
   ): Promise<undefined> {
-    await appendToStream(this.deps.redis, this.deps.keys, LAMP_STREAMS.lampEvents, {
+    await appendToStream(this.deps.redis, this.deps.keys, STREAM_CATALOG.lampEvents, {
       kind: "playback.ack",
       deviceId,
       playbackId,
@@ -267,7 +268,7 @@ export class LampFrames {
         `the device already has ${admission.queued} repeats waiting to be spoken; retry once one has started`,
       );
     const { playbackId } = admission;
-    await appendToStream(this.deps.redis, this.deps.keys, LAMP_STREAMS.lampEvents, {
+    await appendToStream(this.deps.redis, this.deps.keys, STREAM_CATALOG.lampEvents, {
       kind: "playback.repeat",
       deviceId,
       requestId,

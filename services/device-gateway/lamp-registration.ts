@@ -1,5 +1,6 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { WebSocket } from "ws";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+
 import { errorMessage } from "../../libs/errors/error-message.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { markDeviceActive } from "../../libs/os-store/device-activity.js";
@@ -38,7 +39,7 @@ export async function registerLamp(options: {
     () => redis.del(new OsDeviceKeys(keys, deviceId).sessionRevoked),
     () => markDeviceActive(redis, keys, options.partitions, deviceId),
     () =>
-      appendToStream(redis, keys, LAMP_STREAMS.lampEvents, {
+      appendToStream(redis, keys, STREAM_CATALOG.lampEvents, {
         kind: "lamp.connected",
         deviceId,
         gatewayId: options.instanceId,

@@ -1,4 +1,4 @@
-import type { HarnessDispatch } from "../../libs/contract/streams.js";
+import type { HarnessDispatch } from "../../libs/contract/pipeline-payloads.js";
 import type { RunnerMetrics } from "./runner-metrics.js";
 
 export interface HostedAgent {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AgentConfig } from "../../libs/contract/engine.js";
-import type { HarnessDispatch } from "../../libs/contract/streams.js";
+import type { HarnessDispatch } from "../../libs/contract/pipeline-payloads.js";
 import type { DeliveryMarkers } from "./delivery-marker.js";
 import { EngineProcess } from "./engine-process.js";
 import { ClaudeStreamJsonSession } from "./protocols/claude-stream-json.js";

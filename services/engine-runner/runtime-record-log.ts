@@ -1,12 +1,12 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import type { EngineKind } from "../../libs/contract/engine.js";
 import {
   ENGINE_RECORDS_PER_ENTRY,
-  STREAMS,
   engineRecordEntry,
   engineRecordSchema,
   type EngineRecord,
-} from "../../libs/contract/streams.js";
+} from "../../libs/contract/pipeline-payloads.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -74,7 +74,7 @@ export class RuntimeRecordLog {
     startSeq = 0,
   ) {
     this.seq = startSeq;
-    this.streamKey = streamKeyFor(STREAMS.engineRecords, deps.keys, agent);
+    this.streamKey = streamKeyFor(STREAM_CATALOG.engineRecords, deps.keys, agent);
   }
 
   get lastSeq(): number {

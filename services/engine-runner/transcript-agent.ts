@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { open, stat } from "node:fs/promises";
 import type { AgentConfig } from "../../libs/contract/engine.js";
-import type { HarnessDispatch } from "../../libs/contract/streams.js";
+import type { HarnessDispatch } from "../../libs/contract/pipeline-payloads.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import type { DeliveryMarkers } from "./delivery-marker.js";

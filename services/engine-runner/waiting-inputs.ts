@@ -1,5 +1,5 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
-import { dispatchInputSchema } from "../../libs/contract/streams.js";
+import { dispatchInputSchema } from "../../libs/contract/pipeline-payloads.js";
 import type { DispatchInput } from "./protocols/engine-session.js";
 
 export interface WaitingInput {

@@ -1,4 +1,4 @@
-import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
+import type { EngineRecord, HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import type { IdentityBinding } from "./identity-binding.js";
 import { applyRecord, closeRuntime, initialState } from "./record-reducer.js";
 import type { EvidenceLimits, RuntimeState } from "./runtime-state.js";

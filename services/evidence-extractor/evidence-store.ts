@@ -1,6 +1,7 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
-import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
+import { type HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { execPipeline } from "../../libs/redis/pipeline.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -94,10 +95,10 @@ export class EvidenceStore {
   async emit(evidence: HarnessEvidence[]): Promise<void> {
     const [first] = evidence;
     if (first === undefined) return;
-    const stream = streamKeyFor(STREAMS.harnessEvidence, this.keys, first);
+    const stream = streamKeyFor(STREAM_CATALOG.harnessEvidence, this.keys, first);
     const batch = this.redis.pipeline();
     for (const entry of evidence) {
-      const checked = STREAMS.harnessEvidence.schema.parse(entry);
+      const checked = STREAM_CATALOG.harnessEvidence.schema.parse(entry);
       if (checked.agentId !== first.agentId)
         throw new Error(`one step's evidence names two agents: ${first.agentId}, ${checked.agentId}`);
       batch.xadd(stream, "*", PAYLOAD_FIELD, JSON.stringify(checked));

@@ -1,7 +1,7 @@
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EngineKind } from "../../libs/contract/engine.js";
-import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { TEST_LIMITS } from "../../test/corpus-replay/redis-replay.js";
 import { t3codeRecords } from "../../test/corpus-replay/t3code-records.js";
 import { corpusAvailable, corpusPath } from "../../test/helpers/corpus.js";

@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
-import { engineRecordEntry, engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import {
+  engineRecordEntry,
+  engineRecordSchema,
+  type EngineRecord,
+} from "../../libs/contract/pipeline-payloads.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { newestDeadLetters } from "../../libs/streams/dead-letters.js";
 import { streamKeyFor } from "../../libs/streams/stream-partitions.js";

@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { fixtureRecords } from "../../test/corpus-replay/fixture-records.js";
 import {
   evidencePayloads,

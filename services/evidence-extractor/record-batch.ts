@@ -1,5 +1,5 @@
 import { RecentMap } from "../../libs/collections/recent-map.js";
-import type { EngineRecord, EngineRecordEntry } from "../../libs/contract/streams.js";
+import type { EngineRecord, EngineRecordEntry } from "../../libs/contract/pipeline-payloads.js";
 import type { EvidenceStore, LoadedRuntime } from "./evidence-store.js";
 import type { ExtractorMetrics } from "./extractor-metrics.js";
 import { applyRecord, initialState } from "./record-reducer.js";

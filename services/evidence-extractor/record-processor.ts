@@ -1,4 +1,4 @@
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { RecordOutOfOrderError, supersede } from "./agent-replay.js";
 import type { EvidenceStore, LoadedRuntime } from "./evidence-store.js";
 import type { ExtractorMetrics } from "./extractor-metrics.js";

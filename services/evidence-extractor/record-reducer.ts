@@ -1,5 +1,5 @@
 import type { EngineKind } from "../../libs/contract/engine.js";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { claudeInbound, claudeOutbound, newClaudeStreamState } from "./adapters/claude-stream-json.js";
 import { claudeTranscriptRow, newClaudeTranscriptState } from "./adapters/claude-transcript.js";
 import { codexInbound, codexOutbound, newCodexAppServerState } from "./adapters/codex-app-server.js";

@@ -1,5 +1,5 @@
 import type { CorrelationKind, EngineKind } from "../../libs/contract/engine.js";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import type { ClaudeStreamState } from "./adapters/claude-stream-json.js";
 import type { ClaudeTranscriptState } from "./adapters/claude-transcript.js";
 import type { CodexAppServerState } from "./adapters/codex-app-server.js";

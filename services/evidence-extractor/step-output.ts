@@ -1,5 +1,5 @@
 import type { CorrelationKind } from "../../libs/contract/engine.js";
-import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
+import type { EngineRecord, HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
 import type { IdentityBinding } from "./identity-binding.js";
 import type { OpenInput, RuntimeState } from "./runtime-state.js";

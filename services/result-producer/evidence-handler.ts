@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Counter } from "prom-client";
-import type { HarnessEvidence } from "../../libs/contract/streams.js";
+import type { HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { CompletionMarks } from "../../libs/os-store/completion-marks.js";
 import type { InstanceIdentity } from "../../libs/harness-store/instance-identity.js";

@@ -8,7 +8,7 @@ import {
   turnResultPayloadSchema,
   type ResultMember,
 } from "../../libs/contract/turn-result.js";
-import type { HarnessEvidence } from "../../libs/contract/streams.js";
+import type { HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 
 type TurnCompleted = Extract<HarnessEvidence, { kind: "turn.completed" }>;
 

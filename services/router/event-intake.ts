@@ -1,8 +1,9 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { canonicalHash } from "../../libs/contract/canonical-json.js";
 import { receiptUpdatedPayloadSchema, resyncSchema } from "../../libs/contract/harness-wire.js";
-import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
+import { type OsRouted } from "../../libs/contract/pipeline-payloads.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import type { HeldResult } from "../../libs/os-store/held-result.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
@@ -142,7 +143,7 @@ export class EventIntake {
     if (verdict.verdict === "route") {
       const claim = await this.claim(verdict.routed);
       if (claim.verdict !== "route") return this.apply(claim, frame, origin, move, heldAs);
-      await appendToStream(this.redis, this.keys, STREAMS.osRouted, verdict.routed);
+      await appendToStream(this.redis, this.keys, STREAM_CATALOG.osRouted, verdict.routed);
       await this.crashPoint.reach("router.after-stage");
       await this.store.stage({ action: "routed", waitingField: heldAs }, move);
       this.staged(move);

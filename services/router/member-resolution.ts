@@ -1,4 +1,4 @@
-import type { OsRouted } from "../../libs/contract/streams.js";
+import type { OsRouted } from "../../libs/contract/pipeline-payloads.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { RunRecord } from "../../libs/os-store/run-record.js";
 import { resultContentHash } from "./result-identity.js";

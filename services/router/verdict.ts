@@ -1,4 +1,4 @@
-import type { OsRouted } from "../../libs/contract/streams.js";
+import type { OsRouted } from "../../libs/contract/pipeline-payloads.js";
 import type { Outcome } from "../../libs/contract/turn-result.js";
 import type { RejectionReason } from "../../libs/contract/os-audit-records.js";
 

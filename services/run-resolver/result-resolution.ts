@@ -1,7 +1,8 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Registry } from "prom-client";
-import { STREAMS, type OsRouted } from "../../libs/contract/streams.js";
+import { type OsRouted } from "../../libs/contract/pipeline-payloads.js";
 import type { Logger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
@@ -80,7 +81,7 @@ export class ResultResolution {
       );
     }
     await this.crashPoint.reach("run-resolver.after-store");
-    await appendToStream(this.redis, this.keys, STREAMS.osResolved, {
+    await appendToStream(this.redis, this.keys, STREAM_CATALOG.osResolved, {
       deviceId: routed.deviceId,
       serverInstanceId: routed.serverInstanceId,
       resultId: routed.resultId,

@@ -1,4 +1,4 @@
-import type { OsResolved } from "../../libs/contract/streams.js";
+import type { OsResolved } from "../../libs/contract/pipeline-payloads.js";
 import { resultKeyOf } from "../../libs/os-store/os-keys.js";
 import type { CrashPoint } from "../../libs/test-support/crash-point.js";
 import { decideDelivery, type DeliveryDecision } from "./delivery/decide-delivery.js";

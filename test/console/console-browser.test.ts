@@ -1,9 +1,10 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Ajv2020 from "ajv/dist/2020.js";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { DeviceProbe, until } from "../e2e/acceptance/acceptance-kit.js";
 import { E2EStack, MACHINE } from "../e2e/stack.js";
 
@@ -44,7 +45,7 @@ async function serveTheStory(): Promise<void> {
   await stack.restart("tts-dispatcher");
   await until(
     "the dead letter",
-    () => stack.redis.xlen(stack.keys.deadLetter(STREAMS.osResolved.name)),
+    () => stack.redis.xlen(stack.keys.deadLetter(STREAM_CATALOG.osResolved.name)),
     (length) => length === 1,
   );
 
@@ -195,7 +196,7 @@ describe.skipIf(!HAS_CHROMIUM)("operator console in a browser", { timeout: 120_0
     await page.getByRole("button", { name: /^Redrive dead letter/ }).click();
     await page.waitForURL(/redrivenAs=/);
     expect(await page.getByRole("status").filter({ hasText: "moved back to os.resolved" }).count()).toBe(1);
-    expect(await stack.redis.xlen(stack.keys.deadLetter(STREAMS.osResolved.name))).toBe(0);
+    expect(await stack.redis.xlen(stack.keys.deadLetter(STREAM_CATALOG.osResolved.name))).toBe(0);
     await new DeviceProbe(stack, DEVICE).resultUntil(
       ids.deadLettered,
       (result) => result.playback?.state === "played",

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { EngineKind } from "../../libs/contract/engine.js";
-import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { REPLAY_AGENT, type ReplayInput } from "./t3code-records.js";
 
 /** An openharness capture: the inputs typed into an interactive session and the session file's rows. */

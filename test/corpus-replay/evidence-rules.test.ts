@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
 import { createTestRedis, type TestRedis } from "../helpers/test-redis.js";
 import { fixtureRecords } from "./fixture-records.js";

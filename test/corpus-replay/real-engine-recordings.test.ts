@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
 import { PROBE_INPUTS, type ConversationLine } from "../../tools/real-engines/probe-conversation.js";
 import { projectRoot } from "../helpers/child-process.js";

@@ -1,5 +1,6 @@
-import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
-import { STREAMS, harnessEvidenceSchema } from "../../libs/contract/streams.js";
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
+import type { EngineRecord, HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
+import { harnessEvidenceSchema } from "../../libs/contract/pipeline-payloads.js";
 import {
   bindingScopeKey,
   encodeBindingRow,
@@ -40,7 +41,7 @@ export async function processAll(processor: RecordProcessor, records: EngineReco
 
 /** Raw payloads of harness.evidence in stream order (byte comparisons use these). */
 export async function evidencePayloads(t: TestRedis): Promise<string[]> {
-  const entries = await t.redis.xrange(t.keys.stream(STREAMS.harnessEvidence.name), "-", "+");
+  const entries = await t.redis.xrange(t.keys.stream(STREAM_CATALOG.harnessEvidence.name), "-", "+");
   return entries.map(([, fields]) => fields[1] as string);
 }
 

@@ -1,7 +1,8 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { STREAMS, engineRecordEntry, type EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordEntry, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
 import { TsProcess } from "../helpers/child-process.js";
@@ -95,7 +96,7 @@ describe("replay determinism of the evidence extractor", () => {
   });
 
   it("survives SIGKILL of the extractor process mid-stream with byte-identical evidence and bindings", async () => {
-    const streamKey = second.keys.stream(STREAMS.engineRecords.name);
+    const streamKey = second.keys.stream(STREAM_CATALOG.engineRecords.name);
     const batch = second.redis.pipeline();
     for (const record of records)
       batch.xadd(streamKey, "*", PAYLOAD_FIELD, JSON.stringify(engineRecordEntry([record])));
@@ -113,7 +114,7 @@ describe("replay determinism of the evidence extractor", () => {
     try {
       await extractor.waitForOutput("services started");
       const partial = await waitFor(
-        () => second.redis.xlen(second.keys.stream(STREAMS.harnessEvidence.name)),
+        () => second.redis.xlen(second.keys.stream(STREAM_CATALOG.harnessEvidence.name)),
         (length) => length >= expected.evidence.length / 5,
         { timeoutMs: 20_000, intervalMs: 2 },
       );

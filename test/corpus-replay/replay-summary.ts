@@ -1,4 +1,4 @@
-import type { HarnessEvidence } from "../../libs/contract/streams.js";
+import type { HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import type { ExpectedReplay } from "./expectations.js";
 import type { ReplayInput } from "./t3code-records.js";
 

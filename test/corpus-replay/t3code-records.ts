@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { EngineKind } from "../../libs/contract/engine.js";
-import { engineRecordSchema, type EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 
 /**
  * Turns a t3code recording into the `engine.records` the engine-runner would have written for it, following the

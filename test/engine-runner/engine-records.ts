@@ -1,11 +1,11 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import {
-  STREAMS,
   engineRecordEntrySchema,
   type EngineRecord,
   type HarnessDispatch,
-} from "../../libs/contract/streams.js";
+} from "../../libs/contract/pipeline-payloads.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { waitFor } from "../helpers/test-redis.js";
@@ -16,7 +16,7 @@ export async function recordsOf(
   keys: Keyspace,
   agentId: string,
 ): Promise<EngineRecord[]> {
-  const entries = await redis.xrange(keys.stream(STREAMS.engineRecords.name), "-", "+");
+  const entries = await redis.xrange(keys.stream(STREAM_CATALOG.engineRecords.name), "-", "+");
   return entries
     .flatMap(([, fields]) => engineRecordEntrySchema.parse(JSON.parse(fields[1] as string)).records)
     .filter((record) => record.agentId === agentId);
@@ -79,12 +79,12 @@ export function dispatcher(
   return {
     async input(agentId, text) {
       const dispatch = { kind: "input" as const, ...base(), agentId, text };
-      await appendToStream(redis, keys, STREAMS.harnessDispatch, dispatch);
+      await appendToStream(redis, keys, STREAM_CATALOG.harnessDispatch, dispatch);
       return dispatch;
     },
     async stop(agentId) {
       const dispatch = { kind: "stop" as const, ...base(), agentId };
-      await appendToStream(redis, keys, STREAMS.harnessDispatch, dispatch);
+      await appendToStream(redis, keys, STREAM_CATALOG.harnessDispatch, dispatch);
       return dispatch;
     },
   };

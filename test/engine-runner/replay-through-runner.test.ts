@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { loadTranscriptRuntimes, type ReplayStep } from "../../tools/engine-sim/replay/transcript.js";
 import { mapDeep, record, textOf } from "../../tools/engine-sim/frames.js";
 import { corpusAvailable, corpusPath, corpusSkipReason } from "../helpers/corpus.js";

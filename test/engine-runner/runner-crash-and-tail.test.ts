@@ -3,7 +3,7 @@ import { appendFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { DeliveryMarkers } from "../../services/engine-runner/delivery-marker.js";
 import { tailStateKey } from "../../services/engine-runner/transcript-agent.js";
 import { projectRoot } from "../helpers/child-process.js";
@@ -82,7 +82,7 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
 
     await s.runner.process.kill("SIGKILL");
     // Whatever was acked before the kill is delivered again: the group re-reads the stream from its start.
-    await s.t.redis.xgroup("SETID", s.t.keys.stream(STREAMS.harnessDispatch.name), GROUP, "0");
+    await s.t.redis.xgroup("SETID", s.t.keys.stream(STREAM_CATALOG.harnessDispatch.name), GROUP, "0");
     const b = await s.send.input(CLAUDE, "after the crash");
     // C was claimed by the dead runner but never recorded (so never written): it must be written now.
     const cClaimed = await s.send.input(CLAUDE, "claimed before the crash");
@@ -169,7 +169,7 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     const other = dispatcher(s.t.redis, s.t.keys, "another-machine");
     await other.input(CLAUDE, "for another machine");
     await s.send.input("not-hosted-here", "unknown agent");
-    const stream = s.t.keys.stream(STREAMS.harnessDispatch.name);
+    const stream = s.t.keys.stream(STREAM_CATALOG.harnessDispatch.name);
     // Only these two entries matter: earlier tests of this file may still hold others of the shared stream.
     const ours = (await s.t.redis.xrevrange(stream, "+", "-", "COUNT", 2)).map(([id]) => id);
     // Read by the group (XPENDING alone is also empty before the runner has read them) and acked.

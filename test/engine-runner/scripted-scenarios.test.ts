@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
+import type { EngineRecord, HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import { AgentEvidenceReplay } from "../../services/evidence-extractor/agent-replay.js";
 import { TEST_LIMITS } from "../corpus-replay/redis-replay.js";
 import { projectRoot } from "../helpers/child-process.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll } from "vitest";
 import WebSocket from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
-import { STREAMS, type HarnessEvidence } from "../../libs/contract/streams.js";
+import { type HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
 import { harnessGatewayService } from "../../services/harness-gateway/definition.js";
@@ -233,7 +233,7 @@ export class EvidenceFeed {
   constructor(private readonly t: TestRedis) {}
 
   async emit(evidence: HarnessEvidence): Promise<void> {
-    await appendToStream(this.t.redis, this.t.keys, STREAMS.harnessEvidence, evidence);
+    await appendToStream(this.t.redis, this.t.keys, STREAM_CATALOG.harnessEvidence, evidence);
   }
 
   base(evidenceId: string) {
@@ -303,7 +303,7 @@ export async function storeCounts(t: TestRedis, deviceId: string) {
   const replies = await t.redis
     .pipeline()
     .zcard(device.reservations)
-    .xlen(t.keys.stream(STREAMS.harnessDispatch.name))
+    .xlen(t.keys.stream(STREAM_CATALOG.harnessDispatch.name))
     .zcard(device.results)
     .exec();
   const [reservations = 0, dispatched = 0, results = 0] = (replies ?? []).map(([error, value]) => {
@@ -338,7 +338,7 @@ export async function eventFloor(t: TestRedis, deviceId: string): Promise<number
 
 /** Waits until the producer's consumer group has acked everything on harness.evidence. */
 export async function evidenceSettled(t: TestRedis): Promise<void> {
-  const stream = t.keys.stream(STREAMS.harnessEvidence.name);
+  const stream = t.keys.stream(STREAM_CATALOG.harnessEvidence.name);
   const settled = await waitFor(
     async () => {
       const { group: producerGroup } = STREAM_CATALOG.harnessEvidence.consumers.resultProducer;

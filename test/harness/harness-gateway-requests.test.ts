@@ -1,3 +1,4 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { describe, expect, it } from "vitest";
@@ -7,7 +8,7 @@ import {
   turnSendResultSchema,
 } from "../../libs/contract/harness-wire.js";
 import { signToken } from "../../libs/auth/tokens.js";
-import { STREAMS, harnessDispatchSchema } from "../../libs/contract/streams.js";
+import { harnessDispatchSchema } from "../../libs/contract/pipeline-payloads.js";
 import {
   AGENT,
   HarnessPeer,
@@ -26,7 +27,7 @@ const s = useHarnessStack("hgw-requests", {
 });
 
 async function dispatched() {
-  const entries = await s.t.redis.xrange(s.t.keys.stream(STREAMS.harnessDispatch.name), "-", "+");
+  const entries = await s.t.redis.xrange(s.t.keys.stream(STREAM_CATALOG.harnessDispatch.name), "-", "+");
   return entries.map(([, fields]) => harnessDispatchSchema.parse(JSON.parse(fields[1] as string)));
 }
 

@@ -1,6 +1,7 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { helloResultSchema } from "../../libs/contract/harness-wire.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { ReservationStore } from "../../services/harness-gateway/reservations/reservation-store.js";
 import { TsProcess } from "../helpers/child-process.js";
@@ -23,7 +24,7 @@ beforeAll(() => {
 });
 afterAll(async () => t.cleanup());
 
-const dispatchLength = () => t.redis.xlen(t.keys.stream(STREAMS.harnessDispatch.name));
+const dispatchLength = () => t.redis.xlen(t.keys.stream(STREAM_CATALOG.harnessDispatch.name));
 
 describe("restart of the gateway and producer processes", () => {
   it("keeps receipts exact, does not resend, continues in-flight evidence and replays identical results", async () => {
@@ -117,7 +118,7 @@ describe("restart of the gateway and producer processes", () => {
     try {
       expect(await dispatchLength()).toBe(before + 1);
       const [latest] = (await t.redis.xrevrange(
-        t.keys.stream(STREAMS.harnessDispatch.name),
+        t.keys.stream(STREAM_CATALOG.harnessDispatch.name),
         "+",
         "-",
         "COUNT",

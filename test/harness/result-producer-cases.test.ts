@@ -1,8 +1,9 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { receiptSchema } from "../../libs/contract/receipt.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { turnResultEventSchema } from "../../libs/contract/turn-result.js";
 import { corpusAvailable, corpusPath } from "../helpers/corpus.js";
 import {
@@ -116,7 +117,7 @@ describe("result-producer (openharness producer cases)", () => {
     );
     // A turn end with no proven member is not valid evidence at all: it is dead-lettered, never applied.
     await s.t.redis.xadd(
-      s.t.keys.stream(STREAMS.harnessEvidence.name),
+      s.t.keys.stream(STREAM_CATALOG.harnessEvidence.name),
       "*",
       "payload",
       JSON.stringify({

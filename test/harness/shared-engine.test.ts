@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EngineRecord } from "../../libs/contract/streams.js";
+import type { EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { recordsOf } from "../engine-runner/engine-records.js";
 import { receiptWhen, resultKeys, useEngineHarness } from "./engine-harness.js";
 

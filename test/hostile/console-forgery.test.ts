@@ -1,5 +1,6 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { pageCsrfToken, signIn } from "../console/console-session.js";
@@ -21,7 +22,7 @@ beforeAll(async () => {
 afterAll(() => host?.stop());
 
 /** A dead letter of engine.records, whose consumer this host does not run: a redriven entry stays put. */
-const STREAM = STREAMS.engineRecords.name;
+const STREAM = STREAM_CATALOG.engineRecords.name;
 
 async function deadLetter(): Promise<string> {
   const { redis, keys } = host.t;

@@ -1,8 +1,9 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_PROMPT_BYTES } from "../../libs/contract/harness-wire.js";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+
 import { lampErrorResultSchema } from "../../libs/contract/lamp-wire.js";
 import { waitFor } from "../helpers/test-redis.js";
 import { lastAppended } from "../helpers/stream-progress.js";
@@ -70,7 +71,7 @@ describe("hostile input at the device-gateway Lamp WebSocket", () => {
         world.t.keys.osDevice(world.other.deviceId),
         world.t.keys.harnessDevice(world.other.deviceId),
       ];
-      const lampEvents = world.t.keys.stream(LAMP_STREAMS.lampEvents.name);
+      const lampEvents = world.t.keys.stream(STREAM_CATALOG.lampEvents.name);
       const pattern = `${world.t.keys.prefix}:*`;
       const connect = async () => ProbedSocket.open(world.lampUrl, await world.token(DEVICE), "sentinel");
       let lamp = await connect();

@@ -1,11 +1,12 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
-import { STREAMS, engineRecordEntry } from "../../libs/contract/streams.js";
+
+import { engineRecordEntry } from "../../libs/contract/pipeline-payloads.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -95,7 +96,7 @@ const now = () => Date.now();
 
 /** A schema-valid entry per stream, with device fields forged where the stream carries one. */
 const templates: Record<string, (device: string) => Json> = {
-  [STREAMS.harnessDispatch.name]: (deviceId) => ({
+  [STREAM_CATALOG.harnessDispatch.name]: (deviceId) => ({
     kind: "input",
     deliveryId: id(),
     deviceId,
@@ -105,7 +106,7 @@ const templates: Record<string, (device: string) => Json> = {
     text: "hello",
     reservedAt: now(),
   }),
-  [STREAMS.engineRecords.name]: () =>
+  [STREAM_CATALOG.engineRecords.name]: () =>
     engineRecordEntry([
       {
         agentId: AGENT,
@@ -117,7 +118,7 @@ const templates: Record<string, (device: string) => Json> = {
         record: { type: "runtime_started" },
       },
     ]),
-  [STREAMS.harnessEvidence.name]: (deviceId) => ({
+  [STREAM_CATALOG.harnessEvidence.name]: (deviceId) => ({
     kind: "input.delivered",
     agentId: AGENT,
     machineId: MACHINE,
@@ -129,7 +130,7 @@ const templates: Record<string, (device: string) => Json> = {
     idempotencyKey: "k-1",
     mode: "direct",
   }),
-  [STREAMS.osRouted.name]: (deviceId) => ({
+  [STREAM_CATALOG.osRouted.name]: (deviceId) => ({
     deviceId,
     agentId: AGENT,
     serverInstanceId: "instance-1",
@@ -142,11 +143,11 @@ const templates: Record<string, (device: string) => Json> = {
     routedAt: now(),
   }),
   // The canary names a stored result (an os.resolved entry for no stored result is dead-lettered by the handler).
-  [STREAMS.osResolved.name]: (deviceId) =>
+  [STREAM_CATALOG.osResolved.name]: (deviceId) =>
     deviceId === CANARY
       ? { deviceId, serverInstanceId: "originating-instance", resultId: CANARY_RESULT, resolvedAt: now() }
       : { deviceId, serverInstanceId: "instance-1", resultId: id(), resolvedAt: now() },
-  [LAMP_STREAMS.lampEvents.name]: (deviceId) => ({
+  [STREAM_CATALOG.lampEvents.name]: (deviceId) => ({
     kind: "playback.ack",
     deviceId,
     playbackId: id(),
@@ -155,12 +156,12 @@ const templates: Record<string, (device: string) => Json> = {
   }),
 };
 const schemas: Record<string, { safeParse: (value: unknown) => { success: boolean } }> = {
-  [STREAMS.harnessDispatch.name]: STREAMS.harnessDispatch.schema,
-  [STREAMS.engineRecords.name]: STREAMS.engineRecords.schema,
-  [STREAMS.harnessEvidence.name]: STREAMS.harnessEvidence.schema,
-  [STREAMS.osRouted.name]: STREAMS.osRouted.schema,
-  [STREAMS.osResolved.name]: STREAMS.osResolved.schema,
-  [LAMP_STREAMS.lampEvents.name]: LAMP_STREAMS.lampEvents.schema,
+  [STREAM_CATALOG.harnessDispatch.name]: STREAM_CATALOG.harnessDispatch.schema,
+  [STREAM_CATALOG.engineRecords.name]: STREAM_CATALOG.engineRecords.schema,
+  [STREAM_CATALOG.harnessEvidence.name]: STREAM_CATALOG.harnessEvidence.schema,
+  [STREAM_CATALOG.osRouted.name]: STREAM_CATALOG.osRouted.schema,
+  [STREAM_CATALOG.osResolved.name]: STREAM_CATALOG.osResolved.schema,
+  [STREAM_CATALOG.lampEvents.name]: STREAM_CATALOG.lampEvents.schema,
 };
 
 /** What one injected entry holds: the raw payload field (or none), and whether the catalog schema accepts it. */

@@ -1,6 +1,6 @@
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { OsRouted } from "../../libs/contract/streams.js";
+import type { OsRouted } from "../../libs/contract/pipeline-payloads.js";
 import { createLogger } from "../../libs/logging/logger.js";
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { CrashPoint } from "../../libs/test-support/crash-point.js";

@@ -1,5 +1,6 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
@@ -56,7 +57,7 @@ describe.skipIf(!corpusAvailable)(
 
         for (const [index, step] of cases.steps.entries()) {
           const before = await statesOf(t, DEVICE, runByDelivery);
-          const resolvedBefore = await entriesAppended(t, STREAMS.osResolved.name);
+          const resolvedBefore = await entriesAppended(t, STREAM_CATALOG.osResolved.name);
           const handledBefore = await framesHandled(services.url);
           const sendsBefore = peer.framesOf(DEVICE, "turn.send").length;
           if (step.event.type === "resync") peer.transportInstanceId = String(step.event.serverInstanceId);
@@ -78,7 +79,7 @@ describe.skipIf(!corpusAvailable)(
           for (const delivery of expected.pending ?? [])
             expect(after[delivery], `step ${index}: ${delivery} pending`).toBe("pending");
           if (expected.ttsEnqueueCount !== undefined)
-            expect((await entriesAppended(t, STREAMS.osResolved.name)) - resolvedBefore).toBe(
+            expect((await entriesAppended(t, STREAM_CATALOG.osResolved.name)) - resolvedBefore).toBe(
               expected.ttsEnqueueCount,
             );
           if (expected.resendInput === false) {

@@ -1,5 +1,6 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { OsDeviceKeys, resultKeyOf } from "../../libs/os-store/os-keys.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { TsProcess } from "../helpers/child-process.js";
@@ -70,7 +71,7 @@ async function expectExactlyOnce(runs: Record<string, string>) {
     Object.fromEntries(Object.keys(runs).map((k) => [k, "resolved"])),
   );
   expect(await t.redis.keys(device.result("*"))).toHaveLength(1);
-  expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(1);
+  expect(await entriesAppended(t, STREAM_CATALOG.osResolved.name)).toBe(1);
   expect(await t.redis.exists(device.protocolErrors)).toBe(0);
   expect(await rejectionsOf(t, DEVICE)).toEqual([]);
 }
@@ -111,7 +112,7 @@ describe("crash recovery (services as their own processes, SIGKILL)", { timeout:
     );
     expect(await settle(() => resolverIdle(t), Boolean)).toBe(true);
     await expectExactlyOnce(runs);
-    expect(await entriesAppended(t, STREAMS.osRouted.name)).toBe(2);
+    expect(await entriesAppended(t, STREAM_CATALOG.osRouted.name)).toBe(2);
   });
 
   it("run-resolver killed between store and emit: after restart it emits once and the state is unchanged", async () => {
@@ -127,7 +128,7 @@ describe("crash recovery (services as their own processes, SIGKILL)", { timeout:
     const result = device.result(resultKeyOf("originating-instance", "r-a"));
     expect(await t.redis.hget(result, "emittedAt")).toBeNull();
     expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "resolved" });
-    expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(0);
+    expect(await entriesAppended(t, STREAM_CATALOG.osResolved.name)).toBe(0);
 
     await resolver.restart();
     await settle(
@@ -213,8 +214,8 @@ describe("crash recovery (services as their own processes, SIGKILL)", { timeout:
       (s) => s.B === "resolved",
     );
     expect(await settle(() => resolverIdle(t), Boolean)).toBe(true);
-    expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(2);
-    expect(await entriesAppended(t, STREAMS.osRouted.name)).toBe(2);
+    expect(await entriesAppended(t, STREAM_CATALOG.osResolved.name)).toBe(2);
+    expect(await entriesAppended(t, STREAM_CATALOG.osRouted.name)).toBe(2);
     expect(await rejectionsOf(t, DEVICE)).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -5,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { partitionOf } from "../../libs/redis/partitions.js";
@@ -100,7 +101,7 @@ async function askLamp(lamp: OpenLamp, text: string): Promise<{ runId: string; i
 /** Every input the Harness dispatched toward an engine, in order. */
 async function dispatchedInputs(): Promise<Record<string, unknown>[]> {
   const entries = await t.redis.xrange(
-    t.keys.stream(STREAMS.harnessDispatch.name, partitionOf(AGENT, t.keys.partitions)),
+    t.keys.stream(STREAM_CATALOG.harnessDispatch.name, partitionOf(AGENT, t.keys.partitions)),
     "-",
     "+",
   );

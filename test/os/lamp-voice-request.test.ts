@@ -1,9 +1,10 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { z } from "zod";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";
-import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../libs/contract/lamp-delivery.js";
+import { LAMP_GATEWAY_HEARTBEAT_MS } from "../../libs/contract/lamp-delivery.js";
 import { OsDeviceKeys, OsPartitionKeys } from "../../libs/os-store/os-keys.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { appendToStream } from "../../libs/streams/stream-writer.js";
@@ -177,7 +178,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     await peer.untilConnected(DEVICE);
     expect(await t.redis.smembers(activeSet)).toEqual([DEVICE]);
     const connected = await waitFor(
-      () => t.redis.xrange(t.keys.stream(LAMP_STREAMS.lampEvents.name), "-", "+"),
+      () => t.redis.xrange(t.keys.stream(STREAM_CATALOG.lampEvents.name), "-", "+"),
       (entries) => entries.length > 0,
     );
     expect(connected.map(([, fields]) => JSON.parse(fields[1] ?? "{}"))).toMatchObject([
@@ -372,7 +373,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
       voiceTargetId: "kitchen",
       text: "hi",
     };
-    await appendToStream(t.redis, t.keys, LAMP_STREAMS.lampDelivery(GATEWAY), {
+    await appendToStream(t.redis, t.keys, STREAM_CATALOG.lampDelivery(GATEWAY), {
       deviceId: DEVICE,
       frame,
       sentAt: Date.now(),
@@ -401,7 +402,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     lamp.send({ type: "playback.repeat", requestId: repeat, resultId: "r-1" });
     const repeated = await lamp.answerTo(repeat);
     expect(repeated).toMatchObject({ type: "playback.repeat_result", requestId: repeat });
-    const events = await t.redis.xrange(t.keys.stream(LAMP_STREAMS.lampEvents.name), "-", "+");
+    const events = await t.redis.xrange(t.keys.stream(STREAM_CATALOG.lampEvents.name), "-", "+");
     expect(events.map(([, fields]) => JSON.parse(fields[1] ?? "{}"))).toMatchObject([
       { kind: "lamp.connected", deviceId: DEVICE, gatewayId: GATEWAY },
       { kind: "playback.ack", deviceId: DEVICE, playbackId: "p-1", state: "started" },

@@ -1,5 +1,6 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { OsQueries } from "../../libs/os-store/os-queries.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
@@ -48,7 +49,7 @@ const push = (frame: unknown) => pushAndSettle(t, peer, services.url, DEVICE, fr
 async function expectWholeEventRejected(reason: string) {
   expect((await rejectionsOf(t, DEVICE)).map((r) => r.reason)).toEqual([reason]);
   expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "pending", B: "pending" });
-  expect(await entriesAppended(t, STREAMS.osRouted.name)).toBe(0);
+  expect(await entriesAppended(t, STREAM_CATALOG.osRouted.name)).toBe(0);
   expect(await t.redis.exists(new OsDeviceKeys(t.keys, DEVICE).resultId("r-1"))).toBe(0);
 }
 
@@ -174,7 +175,7 @@ describe("router claims (device, serverInstanceId, resultId) with the content ha
     expect(
       await t.redis.hgetall(new OsDeviceKeys(t.keys, DEVICE).result("originating-instance|r-1")),
     ).toEqual(stored);
-    expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(1);
+    expect(await entriesAppended(t, STREAM_CATALOG.osResolved.name)).toBe(1);
     const metrics = await (await fetch(`${services.url}/metrics`)).text();
     expect(metrics).toMatch(
       /^os_protocol_errors_total\{code="RESULT_CONTENT_CHANGED",service="router"\} 1$/m,
@@ -261,7 +262,7 @@ describe("router: reordered delivery", () => {
     );
     expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "pending", B: "pending", C: "resolved" });
     expect(await queries.heldResults(DEVICE)).toEqual([]);
-    expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(1);
+    expect(await entriesAppended(t, STREAM_CATALOG.osResolved.name)).toBe(1);
   });
 
   it("lifecycle events never resolve a run", async () => {
@@ -276,7 +277,7 @@ describe("router: reordered delivery", () => {
         payload: { idempotencyKey: "key-A", text: "done" },
       });
     expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "pending", B: "pending" });
-    expect(await entriesAppended(t, STREAMS.osRouted.name)).toBe(0);
+    expect(await entriesAppended(t, STREAM_CATALOG.osRouted.name)).toBe(0);
   });
 });
 
@@ -303,7 +304,7 @@ describe("router: legacy turn.summary without correlation", () => {
     await push(summary({ receipt: { idempotencyKey: "key-A" } }, 701));
     expect(await statesOf(t, DEVICE, runs)).toEqual({ A: "resolved", B: "resolved" });
     expect((await runOf(t, DEVICE, runs.A ?? ""))?.resultId).toBe("legacy-summary:delivery-A");
-    expect(await entriesAppended(t, STREAMS.osResolved.name)).toBe(2);
+    expect(await entriesAppended(t, STREAM_CATALOG.osResolved.name)).toBe(2);
   });
 
   it("is rejected without a key, and when its keys disagree", async () => {

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
-import { engineRecordEntry, type EngineRecord } from "../../libs/contract/streams.js";
+import { engineRecordEntry, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
 import { Keyspace } from "../../libs/redis/keyspace.js";
 import { freePort, RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";

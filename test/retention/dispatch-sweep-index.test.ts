@@ -1,7 +1,8 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HarnessDeviceKeys, undispatchedDevicesKey } from "../../libs/harness-store/harness-keys.js";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { Keyspace } from "../../libs/redis/keyspace.js";
 import { RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { ReservationStore } from "../../services/harness-gateway/reservations/reservation-store.js";
@@ -62,7 +63,7 @@ describe("the dispatch sweep", () => {
     if (healthy.status !== "accepted") throw new Error(`healthy-lamp reserve: ${healthy.status}`);
     await store.dispatch("healthy-lamp", healthy.dispatch);
     expect(await redis.zrange(undispatchedDevicesKey(keys), 0, -1)).toEqual(["crashed-lamp", "healthy-lamp"]);
-    const dispatchKey = keys.stream(STREAMS.harnessDispatch.name);
+    const dispatchKey = keys.stream(STREAM_CATALOG.harnessDispatch.name);
     const dispatchedBefore = await redis.xlen(dispatchKey);
     const scansBefore = await scanCalls();
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../../libs/redis/redis-client.js";
-import { LAMP_STREAMS, lampDeliverySchema, type LampDelivery } from "../../libs/contract/lamp-delivery.js";
+import { lampDeliverySchema, type LampDelivery } from "../../libs/contract/lamp-delivery.js";
 import type { ReplyRoute } from "../../libs/contract/lamp-wire.js";
 import {
   outboxEntrySchema,
@@ -133,7 +133,7 @@ export class OsStoreFixture {
   /** A Lamp socket of the device opened, as the device-gateway records it: presence first, then `lamp.connected`. */
   async lampConnected(deviceId: string, gatewayId = GATEWAY_ID): Promise<void> {
     await this.setPresence(deviceId, gatewayId);
-    await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
+    await appendToStream(this.redis, this.keys, STREAM_CATALOG.lampEvents, {
       kind: "lamp.connected",
       deviceId,
       gatewayId,
@@ -185,7 +185,7 @@ export class OsStoreFixture {
   /** Every playback.start written to a gateway's delivery stream. */
   async deliveries(gatewayId = GATEWAY_ID): Promise<LampDelivery[]> {
     const entries = await this.redis.xrange(
-      this.keys.stream(LAMP_STREAMS.lampDelivery(gatewayId).name),
+      this.keys.stream(STREAM_CATALOG.lampDelivery(gatewayId).name),
       "-",
       "+",
     );
@@ -199,7 +199,7 @@ export class OsStoreFixture {
     playbackId: string,
     state: "started" | "finished" | "interrupted" | "rejected",
   ) {
-    await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
+    await appendToStream(this.redis, this.keys, STREAM_CATALOG.lampEvents, {
       kind: "playback.ack",
       deviceId,
       playbackId,
@@ -214,7 +214,7 @@ export class OsStoreFixture {
     playbackId = `repeat-${randomUUID()}`,
     voiceTargetId?: string,
   ): Promise<string> {
-    await appendToStream(this.redis, this.keys, LAMP_STREAMS.lampEvents, {
+    await appendToStream(this.redis, this.keys, STREAM_CATALOG.lampEvents, {
       kind: "playback.repeat",
       deviceId,
       requestId: randomUUID(),

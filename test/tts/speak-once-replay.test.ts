@@ -1,5 +1,6 @@
+import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { STREAMS } from "../../libs/contract/streams.js";
+
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { routerService } from "../../services/router/definition.js";
 import { runResolverService } from "../../services/run-resolver/definition.js";
@@ -46,7 +47,8 @@ async function startPipeline(): Promise<void> {
 }
 
 /** True when tts-dispatcher has read and acked everything in os.resolved. */
-const dispatcherIdle = () => groupDrained(t.redis, t.keys.stream(STREAMS.osResolved.name), "tts-dispatcher");
+const dispatcherIdle = () =>
+  groupDrained(t.redis, t.keys.stream(STREAM_CATALOG.osResolved.name), "tts-dispatcher");
 
 /** Outbox entries, playback jobs and playback.start commands so far: each must move by ttsEnqueueCount. */
 async function utterances() {

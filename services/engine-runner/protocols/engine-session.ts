@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { ReceiptInput } from "../../../libs/contract/receipt.js";
 import type { EngineRequestAnswer } from "./engine-requests.js";
-import type { dispatchInputSchema, dispatchStopSchema } from "../../../libs/contract/streams.js";
+import type { dispatchInputSchema, dispatchStopSchema } from "../../../libs/contract/pipeline-payloads.js";
 
 export type DispatchInput = z.infer<typeof dispatchInputSchema>;
 export type DispatchStop = z.infer<typeof dispatchStopSchema>;

@@ -3,7 +3,7 @@ import {
   engineRecordSchema,
   type EngineRecord,
   type HarnessEvidence,
-} from "../../../libs/contract/streams.js";
+} from "../../../libs/contract/pipeline-payloads.js";
 import { TEST_LIMITS } from "../../../test/corpus-replay/redis-replay.js";
 import { AgentEvidenceReplay } from "../agent-replay.js";
 

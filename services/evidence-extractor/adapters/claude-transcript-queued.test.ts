@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { engineRecordSchema, type EngineRecord } from "../../../libs/contract/streams.js";
+import { engineRecordSchema, type EngineRecord } from "../../../libs/contract/pipeline-payloads.js";
 import { TEST_LIMITS } from "../../../test/corpus-replay/redis-replay.js";
 import { AgentEvidenceReplay } from "../agent-replay.js";
 

@@ -1,10 +1,11 @@
+import { STREAM_CATALOG } from "../../../libs/contract/catalog.js";
 import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { z } from "zod";
 import { canonicalHash } from "../../../libs/contract/canonical-json.js";
 import type { TurnSendRequest, TurnStopRequest } from "../../../libs/contract/harness-wire.js";
 import { receiptSchema, type Receipt } from "../../../libs/contract/receipt.js";
-import { STREAMS, harnessDispatchSchema, type HarnessDispatch } from "../../../libs/contract/streams.js";
+import { harnessDispatchSchema, type HarnessDispatch } from "../../../libs/contract/pipeline-payloads.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { NamedLuaScript } from "../../../libs/redis/lua-script.js";
 import { execPipeline } from "../../../libs/redis/pipeline.js";
@@ -110,7 +111,7 @@ export class ReservationStore {
    */
   async dispatch(deviceId: string, dispatch: HarnessDispatch): Promise<void> {
     const device = new HarnessDeviceKeys(this.keys, deviceId);
-    await appendToStream(this.redis, this.keys, STREAMS.harnessDispatch, dispatch);
+    await appendToStream(this.redis, this.keys, STREAM_CATALOG.harnessDispatch, dispatch);
     await execPipeline(
       this.redis
         .pipeline()

@@ -1,8 +1,9 @@
+import { STREAM_CATALOG } from "../../../libs/contract/catalog.js";
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { RecentMap } from "../../../libs/collections/recent-map.js";
 import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
-import { LAMP_GATEWAY_HEARTBEAT_MS, LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
+import { LAMP_GATEWAY_HEARTBEAT_MS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackKind, PlaybackReason, PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
@@ -155,7 +156,7 @@ export class PlaybackWorker {
   ): Promise<void> {
     const { redis, keys, store, metrics, crashPoint } = this.options;
     const sentAt = Date.now();
-    await appendToStream(redis, keys, LAMP_STREAMS.lampDelivery(playback.gatewayId), {
+    await appendToStream(redis, keys, STREAM_CATALOG.lampDelivery(playback.gatewayId), {
       deviceId: playback.deviceId,
       frame: {
         type: "playback.start",

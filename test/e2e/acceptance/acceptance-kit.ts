@@ -1,10 +1,10 @@
+import { STREAM_CATALOG } from "../../../libs/contract/catalog.js";
 import { HarnessDeviceKeys } from "../../../libs/harness-store/harness-keys.js";
 import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import { parseRunRecord, runReceipt } from "../../../libs/os-store/run-record.js";
 import type { Receipt } from "../../../libs/contract/receipt.js";
 import type { PlaybackStart } from "../../../libs/contract/lamp-wire.js";
-import { STREAMS } from "../../../libs/contract/streams.js";
-import { LAMP_STREAMS } from "../../../libs/contract/lamp-delivery.js";
+
 import type { E2EStack } from "../stack.js";
 import type { TestLamp } from "../test-lamp.js";
 import { sleep } from "../../../libs/timing/sleep.js";
@@ -183,12 +183,12 @@ export class DeviceProbe {
 }
 
 const PIPELINE = [
-  STREAMS.harnessDispatch,
-  STREAMS.engineRecords,
-  STREAMS.harnessEvidence,
-  STREAMS.osRouted,
-  STREAMS.osResolved,
-  LAMP_STREAMS.lampEvents,
+  STREAM_CATALOG.harnessDispatch,
+  STREAM_CATALOG.engineRecords,
+  STREAM_CATALOG.harnessEvidence,
+  STREAM_CATALOG.osRouted,
+  STREAM_CATALOG.osResolved,
+  STREAM_CATALOG.lampEvents,
 ];
 
 async function pipelineDrained(stack: E2EStack): Promise<boolean> {
