@@ -22,7 +22,8 @@ export interface Boundary {
 /**
  * A real completion boundary with at least one proven member: bindings first (they are persisted before the
  * evidence that depends on them), then consumption for members not reported yet, then the result; members leave
- * the open set so no later boundary can claim them.
+ * the open set so no later boundary can claim them. A stop still open was written before this boundary: the turn it
+ * asked to stop is over, so it is done too (an engine that never answers an interrupt must not hold its receipt open).
  */
 export function completeTurn(state: RuntimeState, step: StepOutput, boundary: Boundary): void {
   const members = boundary.members.map((member) => {
@@ -46,6 +47,13 @@ export function completeTurn(state: RuntimeState, step: StepOutput, boundary: Bo
     ...(boundary.engineTurnId ? { engineTurnId: boundary.engineTurnId } : {}),
   });
   removeInputs(state, new Set(boundary.members.map((member) => member.input.deliveryId)));
+  settleOpenStops(state, step);
+}
+
+function settleOpenStops(state: RuntimeState, step: StepOutput): void {
+  const stops = state.inputs.filter((input) => input.kind === "stop");
+  for (const stop of stops) step.stopConfirmed(state, stop);
+  removeInputs(state, new Set(stops.map((stop) => stop.deliveryId)));
 }
 
 const STRENGTH: CorrelationKind[] = ["native_exact", "native_scoped", "ordinal", "fingerprint", "synthetic"];

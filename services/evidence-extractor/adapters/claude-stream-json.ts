@@ -199,17 +199,22 @@ function boundary(state: RuntimeState, format: ClaudeStreamState, frame: Frame, 
   const members = native ? ours(state, native) : [];
   const outcome = outcomeOf(frame);
   const fullText = text(frame.result) ?? "";
-  if (members.length > 0) {
+  if (members.length > 0)
     completeTurn(state, step, {
       appTurnId,
       outcome,
       fullText,
       members: members.map((input) => ({ input, correlation: "native_exact", nativeRef: input.nativeRef })),
     });
-    return;
-  }
-  if (format.echoSeen) return;
-  ordinalBoundary(state, format, step, { appTurnId, outcome, fullText });
+  else if (!format.echoSeen) ordinalBoundary(state, format, step, { appTurnId, outcome, fullText });
+  forgetSettledInterrupts(state, format);
+}
+
+/** An interrupt whose stop a completed turn settled is answered by nobody any more: its request id goes. */
+function forgetSettledInterrupts(state: RuntimeState, format: ClaudeStreamState): void {
+  const open = new Set(state.inputs.map((input) => input.deliveryId));
+  for (const [requestId, deliveryId] of Object.entries(format.interrupts))
+    if (!open.has(deliveryId)) delete format.interrupts[requestId];
 }
 
 /** Ids the result frame itself names; their presence also proves the CLI echoes. */
