@@ -6,6 +6,7 @@ import { z } from "zod";
 import { countOption } from "./count-option.js";
 import { STREAM_CATALOG } from "../libs/contract/catalog.js";
 import { ENGINE_RECORDS_PER_ENTRY, engineRecordEntry, type EngineRecord } from "../libs/contract/streams.js";
+import { AgentKeys } from "../libs/redis/agent-keys.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
 import { hostServices } from "../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../libs/streams/stream-writer.js";
@@ -132,7 +133,7 @@ async function serviceRun(workload: Workload): Promise<void> {
     STREAM_BATCH_SIZE: "256",
   });
   const started = Date.now();
-  const runtimeKey = `${prefix}:ev:{a:${agentId}}:rt:${agentId}-rt`;
+  const runtimeKey = new AgentKeys(keys, agentId).runtime(`${agentId}-rt`);
   for (;;) {
     const seq = Number((await redis.hget(runtimeKey, "seq")) ?? 0);
     if (seq >= workload.records) break;

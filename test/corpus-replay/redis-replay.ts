@@ -1,5 +1,6 @@
 import type { EngineRecord, HarnessEvidence } from "../../libs/contract/streams.js";
 import { STREAMS, harnessEvidenceSchema } from "../../libs/contract/streams.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import {
   bindingScopeKey,
   encodeBindingRow,
@@ -55,7 +56,9 @@ export async function storedMappingRows(
 ): Promise<Map<string, string>> {
   const stored = new Map<string, string>();
   for (const agentId of new Set(agentIds))
-    for (const [field, json] of Object.entries(await t.redis.hgetall(`${t.keys.agent(agentId)}:identity`)))
+    for (const [field, json] of Object.entries(
+      await t.redis.hgetall(new AgentKeys(t.keys, agentId).identity),
+    ))
       stored.set(`${agentId}|${field}`, json);
   return stored;
 }

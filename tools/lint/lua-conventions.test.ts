@@ -15,7 +15,9 @@ describe("every Lua script takes named arguments and names its keys through the 
     expect(files).toContain("services/device-gateway/lua/register-run-1.lua");
     expect(files).toContain("libs/redis/lua-includes/run-update.lua");
     expect(files).toContain("bench/retained/fill-retained-0.lua");
-    expect(suffixes).toEqual(expect.arrayContaining(["run", "runs:pending", "res-order", "event-log"]));
+    expect(suffixes).toEqual(
+      expect.arrayContaining(["run", "runs:pending", "res-order", "event-log", "rt", "runner:delivery"]),
+    );
   });
 
   it("no script reads ARGV by position or spells a layout key", () => {
