@@ -10,6 +10,7 @@ import {
   engineRecordEntry,
   type EngineRecord,
 } from "../libs/contract/pipeline-payloads.js";
+import { AgentKeys } from "../libs/redis/agent-keys.js";
 import { Keyspace } from "../libs/redis/keyspace.js";
 import { hostServices } from "../libs/service/service-host.js";
 import { PAYLOAD_FIELD } from "../libs/streams/stream-writer.js";
@@ -136,7 +137,7 @@ async function serviceRun(workload: Workload): Promise<void> {
     STREAM_BATCH_SIZE: "256",
   });
   const started = Date.now();
-  const runtimeKey = `${prefix}:ev:{a:${agentId}}:rt:${agentId}-rt`;
+  const runtimeKey = new AgentKeys(keys, agentId).runtime(`${agentId}-rt`);
   for (;;) {
     const seq = Number((await redis.hget(runtimeKey, "seq")) ?? 0);
     if (seq >= workload.records) break;

@@ -37,6 +37,7 @@ export const OS_DEVICE_KEYS = {
   heldExpired: { suffix: "held-expired" },
   runUpdates: { suffix: "run-updates" },
   repeatRequest: { suffix: "repeat-request", id: "requestId" },
+  lampPresence: { suffix: "lamp-presence" },
 } as const satisfies KeyLayout;
 
 /** The keys of one work partition under its base (OsPartitionKeys, and Lua's `os_partition_keys`). */
@@ -222,6 +223,11 @@ export class OsDeviceKeys {
 
   repeatRequest(requestId: string): string {
     return keyWithId(this.base, OS_DEVICE_KEYS.repeatRequest, requestId);
+  }
+
+  /** Which device-gateway instance holds the device's Lamp socket right now (TTL'd; absent = not connected). */
+  get lampPresence(): string {
+    return keyUnder(this.base, OS_DEVICE_KEYS.lampPresence);
   }
 }
 

@@ -40,11 +40,6 @@ export class Keyspace {
     return `${this.prefix}:ev:{a:${agentId}}`;
   }
 
-  /** Which device-gateway instance holds the device's Lamp socket right now (TTL'd; absent = not connected). */
-  lampPresence(deviceId: string): string {
-    return `${this.osDevice(deviceId)}:lamp-presence`;
-  }
-
   /** Present while that device-gateway instance runs (TTL'd heartbeat; absent = the process is gone). */
   lampGatewayAlive(gatewayInstanceId: string): string {
     return this.key("os", "lamp-gateway", gatewayInstanceId, "alive");

@@ -31,7 +31,7 @@ export async function deviceOverviews(
   for (const deviceId of deviceIds) {
     const device = new OsDeviceKeys(keys, deviceId);
     batch
-      .get(keys.lampPresence(deviceId))
+      .get(device.lampPresence)
       .get(device.lease)
       .hgetall(device.cursor)
       .hgetall(device.harnessSession)

@@ -7,6 +7,7 @@ import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
 import { lampRevokedAt } from "../../libs/os-store/lamp-revocations.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 
 /** `held` or `released` when the presence key was set or removed, `not_ours` when another instance holds it. */
 const presenceReplySchema = z.object({ outcome: z.enum(["held", "released", "not_ours"]) });
@@ -119,7 +120,7 @@ export class LampConnections {
   private async presence(deviceId: string, mode: "claim" | "refresh" | "release"): Promise<void> {
     const { redis, keys, instanceId, presenceTtlMs } = this.options;
     try {
-      await presenceScript.run(redis, [keys.lampPresence(deviceId)], {
+      await presenceScript.run(redis, [new OsDeviceKeys(keys, deviceId).lampPresence], {
         gatewayInstanceId: instanceId,
         ttlMs: presenceTtlMs,
         mode,

@@ -1,6 +1,7 @@
 import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 
 /**
@@ -39,7 +40,7 @@ export class DeliveryMarkers {
   ) {}
 
   key(agentId: string, deliveryId: string): string {
-    return `${this.keys.agent(agentId)}:runner:delivery:${deliveryId}`;
+    return new AgentKeys(this.keys, agentId).deliveryMarker(deliveryId);
   }
 
   /** True when this input may be written now (first sight, or claimed before a crash but never recorded). */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AgentConfig } from "../../libs/contract/engine.js";
 import type { HarnessDispatch } from "../../libs/contract/pipeline-payloads.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import type { DeliveryMarkers } from "./delivery-marker.js";
 import { EngineProcess } from "./engine-process.js";
 import { ClaudeStreamJsonSession } from "./protocols/claude-stream-json.js";
@@ -58,8 +59,9 @@ export class ProcessAgent {
     private readonly settings: ProcessAgentSettings,
   ) {
     this.backoffMs = settings.restartMinMs;
-    this.stateKey = `${deps.keys.agent(agent.agentId)}:runner:runtime`;
-    this.waiting = new WaitingInputs(deps.redis, `${deps.keys.agent(agent.agentId)}:runner:waiting`);
+    const agentKeys = new AgentKeys(deps.keys, agent.agentId);
+    this.stateKey = agentKeys.runnerRuntime;
+    this.waiting = new WaitingInputs(deps.redis, agentKeys.runnerWaiting);
     this.identity = { agentId: agent.agentId, machineId: agent.machineId, engine: agent.engine };
   }
 

@@ -3,14 +3,11 @@ import { open, stat } from "node:fs/promises";
 import type { AgentConfig } from "../../libs/contract/engine.js";
 import type { HarnessDispatch } from "../../libs/contract/pipeline-payloads.js";
 import { errorMessage } from "../../libs/errors/error-message.js";
-import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import type { DeliveryMarkers } from "./delivery-marker.js";
 import { RuntimeRecordLog, type RecordLogDeps } from "./runtime-record-log.js";
 
 const NEWLINE = 0x0a;
-
-/** Hash of a tail agent's runtime: runtimeId, seq, path and the byte offset read so far. */
-export const tailStateKey = (keys: Keyspace, agentId: string) => `${keys.agent(agentId)}:runner:tail`;
 
 /**
  * Follows the session file of an engine that runs interactively elsewhere (`claude-transcript`, `codex-rollout`).
@@ -32,7 +29,7 @@ export class TranscriptAgent {
     private readonly agent: AgentConfig & { path: string },
     private readonly pollMs: number,
   ) {
-    this.stateKey = tailStateKey(deps.keys, agent.agentId);
+    this.stateKey = new AgentKeys(deps.keys, agent.agentId).runnerTail;
     this.identity = { agentId: agent.agentId, machineId: agent.machineId, engine: agent.engine };
   }
 

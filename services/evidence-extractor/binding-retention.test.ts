@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { EvidenceStore } from "./evidence-store.js";
 import { bindingScopeKey, type IdentityBinding } from "./identity-binding.js";
@@ -46,11 +47,11 @@ function message(deliveryId: string): IdentityBinding {
   };
 }
 
-const base = () => t.keys.agent(AGENT);
+const agentKeys = () => new AgentKeys(t.keys, AGENT);
 async function stored() {
   const [identity, identityIndex] = await Promise.all([
-    t.redis.hkeys(`${base()}:identity`),
-    t.redis.zcard(`${base()}:identity-at`),
+    t.redis.hkeys(agentKeys().identity),
+    t.redis.zcard(agentKeys().identitySightings),
   ]);
   return { identity: identity.sort(), identityIndex };
 }
@@ -89,7 +90,7 @@ describe("identity bindings of a long-lived agent stay bounded", () => {
 });
 
 describe("the expiry of an agent's binding keys", () => {
-  const keysOf = () => [`${base()}:identity`, `${base()}:identity-at`];
+  const keysOf = () => [agentKeys().identity, agentKeys().identitySightings];
   const ttls = () => Promise.all(keysOf().map((key) => t.redis.pttl(key)));
 
   it("is renewed to one and a half retentions only when less than one is left, so a key outlives its last binding by a retention", async () => {

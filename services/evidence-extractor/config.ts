@@ -12,7 +12,7 @@ export const evidenceExtractorEnvSchema = z.object({
   EVIDENCE_CLOCK_SKEW_MS: envInt(2_000, 0, 600_000),
   /** How long a record waits for its runtime's previous seq before it is failed for a later retry. */
   EVIDENCE_ORDER_WAIT_MS: envInt(2_000, 0, 60_000),
-  /** Identity bindings of a runtime are kept this long after their last write. */
+  /** Identity bindings are kept this long after their last write, and a closed runtime's state after it closed. */
   EVIDENCE_BINDING_RETENTION_MS: envInt(7 * 24 * 3_600_000, 60_000),
 });
 export type EvidenceExtractorEnv = z.infer<typeof evidenceExtractorEnvSchema>;

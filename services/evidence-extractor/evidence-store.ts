@@ -5,6 +5,7 @@ import { type HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";
 import { execPipeline } from "../../libs/redis/pipeline.js";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import {
   bindingScopeKey,
@@ -19,7 +20,14 @@ import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
 /** `applied`, or `moved_on` when another consumer already moved the runtime on. */
 const advanceReplySchema = z.object({ outcome: z.enum(["applied", "moved_on"]) });
 const advanceRuntime = NamedLuaScript.fromFile<
-  { runtimeId: string; expectedSeq: number; newSeq: number; stateJson: string; closed: boolean },
+  {
+    runtimeId: string;
+    expectedSeq: number;
+    newSeq: number;
+    stateJson: string;
+    closed: boolean;
+    closedRetentionMs: number;
+  },
   typeof advanceReplySchema
 >(new URL("./lua/advance-runtime-1.lua", import.meta.url), advanceReplySchema);
 
@@ -41,10 +49,9 @@ export interface LoadedRuntime {
 }
 
 /**
- * Where the extractor keeps its durable state, all under the agent's hash tag (`<p>:ev:{a:<agentId>}`):
- * `:rt:<runtimeId>` (hash: seq, state JSON), `:runtimes` (set of open runtimes) and `:identity` (hash: the mapping
- * store keyed by native scope, shared by every runtime) with its retention index (`:identity-at`: scope key by last
- * sighting).
+ * Where the extractor keeps its durable state, all under the agent's hash tag (AgentKeys): each runtime's evidence
+ * state, the set of open runtimes, and the mapping store shared by every runtime with its retention index. The binding
+ * retention also bounds a closed runtime's state: it expires that long after the runtime closed.
  */
 export class EvidenceStore {
   constructor(
@@ -55,12 +62,12 @@ export class EvidenceStore {
   ) {}
 
   async load(agentId: string, runtimeId: string): Promise<LoadedRuntime> {
-    const [seq, json] = await this.redis.hmget(this.runtimeKey(agentId, runtimeId), "seq", "state");
+    const [seq, json] = await this.redis.hmget(this.agentKeys(agentId).runtime(runtimeId), "seq", "state");
     return { seq: Number(seq ?? 0), state: json ? parseStoredState(json) : undefined };
   }
 
   async openRuntimes(agentId: string): Promise<string[]> {
-    return (await this.redis.smembers(`${this.keys.agent(agentId)}:runtimes`)).sort();
+    return (await this.redis.smembers(this.agentKeys(agentId).openRuntimes)).sort();
   }
 
   /**
@@ -69,7 +76,7 @@ export class EvidenceStore {
    */
   async persistBindings(agentId: string, bindings: IdentityBinding[]): Promise<number> {
     if (bindings.length === 0) return 0;
-    const { conflicts } = await bindIdentities.run(this.redis, [this.keys.agent(agentId)], {
+    const { conflicts } = await bindIdentities.run(this.redis, [this.agentKeys(agentId).base], {
       retentionMs: this.bindingRetentionMs,
       now: this.now(),
       bindings: bindings.map((binding) => ({
@@ -83,7 +90,7 @@ export class EvidenceStore {
 
   /** The binding of a native entity (key from `nativeScopeKey`), whichever runtime of the agent wrote it first. */
   async findBinding(agentId: string, scopeKey: string): Promise<IdentityBinding | undefined> {
-    const json = await this.redis.hget(`${this.keys.agent(agentId)}:identity`, scopeKey);
+    const json = await this.redis.hget(this.agentKeys(agentId).identity, scopeKey);
     return json === null ? undefined : decodeBindingRow(agentId, json);
   }
 
@@ -108,17 +115,18 @@ export class EvidenceStore {
 
   /** Compare-and-set on the applied seq: false when another consumer already advanced this runtime. */
   async advance(state: RuntimeState, expectedSeq: number): Promise<boolean> {
-    const { outcome } = await advanceRuntime.run(this.redis, [this.keys.agent(state.agentId)], {
+    const { outcome } = await advanceRuntime.run(this.redis, [this.agentKeys(state.agentId).base], {
       runtimeId: state.runtimeId,
       expectedSeq,
       newSeq: state.appliedSeq,
       stateJson: JSON.stringify(state),
       closed: state.closed,
+      closedRetentionMs: this.bindingRetentionMs,
     });
     return outcome === "applied";
   }
 
-  private runtimeKey(agentId: string, runtimeId: string): string {
-    return `${this.keys.agent(agentId)}:rt:${runtimeId}`;
+  private agentKeys(agentId: string): AgentKeys {
+    return new AgentKeys(this.keys, agentId);
   }
 }

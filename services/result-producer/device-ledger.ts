@@ -2,7 +2,7 @@ import type { RedisClient } from "../../libs/redis/redis-client.js";
 import { z } from "zod";
 import type { Keyspace } from "../../libs/redis/keyspace.js";
 import { NamedLuaScript } from "../../libs/redis/lua-script.js";
-import { luaList } from "../../libs/redis/lua-reply.js";
+import { luaList } from "../../libs/redis/lua-list.js";
 import { eventsChannel, HarnessDeviceKeys } from "../../libs/harness-store/harness-keys.js";
 import { relistAfterMsFor, type RetentionIndex } from "../../libs/retention/retention-index.js";
 import { harnessRetentionIndex } from "../../libs/retention/retention-keys.js";

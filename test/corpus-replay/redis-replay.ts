@@ -1,6 +1,7 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import type { EngineRecord, HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
 import { harnessEvidenceSchema } from "../../libs/contract/pipeline-payloads.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import {
   bindingScopeKey,
   encodeBindingRow,
@@ -56,7 +57,9 @@ export async function storedMappingRows(
 ): Promise<Map<string, string>> {
   const stored = new Map<string, string>();
   for (const agentId of new Set(agentIds))
-    for (const [field, json] of Object.entries(await t.redis.hgetall(`${t.keys.agent(agentId)}:identity`)))
+    for (const [field, json] of Object.entries(
+      await t.redis.hgetall(new AgentKeys(t.keys, agentId).identity),
+    ))
       stored.set(`${agentId}|${field}`, json);
   return stored;
 }

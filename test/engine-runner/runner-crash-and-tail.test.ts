@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 
 import { DeliveryMarkers } from "../../services/engine-runner/delivery-marker.js";
-import { tailStateKey } from "../../services/engine-runner/transcript-agent.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import { projectRoot } from "../helpers/child-process.js";
 import { waitFor } from "../helpers/test-redis.js";
 import { engineSimAgent, loggedInputs, type EngineSimAgent } from "./agents-file.js";
@@ -76,7 +76,7 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     // between the append and that write is a known gap, not what this test is about).
     const lastSeq = beforeKill.at(-1)?.seq;
     await waitFor(
-      async () => Number(await s.t.redis.hget(tailStateKey(s.t.keys, TAIL), "seq")),
+      async () => Number(await s.t.redis.hget(new AgentKeys(s.t.keys, TAIL).runnerTail, "seq")),
       (seq) => seq === lastSeq,
     );
 
@@ -139,7 +139,7 @@ describe("engine-runner killed mid-flow and restarted (real processes)", () => {
     // The tail has read to the end of the file: every complete row it will ever record is recorded.
     const fileEnd = statSync(transcript).size;
     await waitFor(
-      async () => Number(await s.t.redis.hget(tailStateKey(s.t.keys, TAIL), "offset")),
+      async () => Number(await s.t.redis.hget(new AgentKeys(s.t.keys, TAIL).runnerTail, "offset")),
       (offset) => offset === fileEnd,
     );
     const settled = await recordsOf(s.t.redis, s.t.keys, TAIL);

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { signToken } from "../../libs/auth/tokens.js";
+import { OsDeviceKeys } from "../../libs/os-store/os-keys.js";
 import { TOKEN_EXPIRED_CLOSE_CODE } from "../../libs/http/token-expiry.js";
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { deviceGatewayService } from "../../services/device-gateway/definition.js";
@@ -106,7 +107,7 @@ describe("Lamp sockets: token expiry and keepalive", () => {
     const live = await open(lampUrl(services.url), await lampToken("lamp-live"));
     const opened = Date.now();
     const silent = await open(lampUrl(services.url), await lampToken("lamp-silent"), { autoPong: false });
-    const presence = t.keys.lampPresence("lamp-silent");
+    const presence = new OsDeviceKeys(t.keys, "lamp-silent").lampPresence;
     expect(
       await waitFor(
         () => t.redis.exists(presence),
@@ -131,13 +132,13 @@ describe("Lamp sockets: token expiry and keepalive", () => {
       ),
     ).toBe(1);
     expect(live.readyState).toBe(WebSocket.OPEN);
-    expect(await t.redis.exists(t.keys.lampPresence("lamp-live"))).toBe(1);
+    expect(await t.redis.exists(new OsDeviceKeys(t.keys, "lamp-live").lampPresence)).toBe(1);
     live.close();
   });
 
   it("drops a half-open TCP peer that completed the upgrade and reads nothing more", async () => {
     const peer = await halfOpenPeer(services.url, "/v1/lamp/ws", await lampToken("lamp-half-open"));
-    const presence = t.keys.lampPresence("lamp-half-open");
+    const presence = new OsDeviceKeys(t.keys, "lamp-half-open").lampPresence;
     expect(
       await waitFor(
         () => t.redis.exists(presence),

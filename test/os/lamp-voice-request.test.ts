@@ -168,7 +168,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     await t.redis.set(activeSet, "damaged");
     const lamp = await connectLamp(await osToken(DEVICE));
     const presence = await waitFor(
-      () => t.redis.get(t.keys.lampPresence(DEVICE)),
+      () => t.redis.get(new OsDeviceKeys(t.keys, DEVICE).lampPresence),
       (holder) => holder === GATEWAY,
     );
     expect(presence).toBe(GATEWAY);
@@ -363,7 +363,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
   it("delivers playback.start to the Lamp, forwards acks, and answers playback.repeat for own results only", async () => {
     const lamp = await connectLamp(await osToken(DEVICE));
     await waitFor(
-      () => t.redis.get(t.keys.lampPresence(DEVICE)),
+      () => t.redis.get(new OsDeviceKeys(t.keys, DEVICE).lampPresence),
       (holder) => holder === GATEWAY,
     );
     const frame = {
@@ -417,10 +417,10 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
 
     lamp.socket.close();
     await waitFor(
-      () => t.redis.get(t.keys.lampPresence(DEVICE)),
+      () => t.redis.get(new OsDeviceKeys(t.keys, DEVICE).lampPresence),
       (holder) => holder === null,
     );
-    expect(await t.redis.get(t.keys.lampPresence(DEVICE))).toBeNull();
+    expect(await t.redis.get(new OsDeviceKeys(t.keys, DEVICE).lampPresence)).toBeNull();
   });
 
   it("keeps a heartbeat of its instance while it runs (TTL of three beats) and removes it when it stops", async () => {

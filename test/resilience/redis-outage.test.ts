@@ -2,6 +2,7 @@ import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { engineRecordEntry, type EngineRecord } from "../../libs/contract/pipeline-payloads.js";
+import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import { Keyspace } from "../../libs/redis/keyspace.js";
 import { freePort, RedisServerProcess } from "../../libs/redis/redis-server-process.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
@@ -60,7 +61,7 @@ describe("a Redis outage", () => {
     });
     await host.waitForOutput('"msg":"services started"', 60_000);
     const base = `http://127.0.0.1:${port}`;
-    const seqKey = keys.prefix + `:ev:{a:${AGENT}}:rt:${AGENT}-rt`;
+    const seqKey = new AgentKeys(keys, AGENT).runtime(`${AGENT}-rt`);
     const appliedSeq = async () => Number((await client?.hget(seqKey, "seq")) ?? 0);
     expect((await timed(`${base}/v1/runs/r1`)).status).toBe(401);
 

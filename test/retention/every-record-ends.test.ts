@@ -21,7 +21,10 @@ const DEVICE = "lamp-retention";
  */
 const BOUNDED_OTHERWISE: Array<{ pattern: RegExp; bound: string }> = [
   { pattern: /:h:instance$/, bound: "one per deployment" },
-  { pattern: /:stream:\{[a-z._]+:\d+\}$/, bound: "pipeline streams: trimmed once every group is past an entry" },
+  {
+    pattern: /:stream:\{[a-z._]+:\d+\}$/,
+    bound: "pipeline streams: trimmed once every group is past an entry",
+  },
   { pattern: /:stream-readers:/, bound: "one zset of live replicas per in-order group" },
   { pattern: /:os:router-replicas$/, bound: "live router replicas, pruned by heartbeat" },
   { pattern: /\{[^}]*:bull\}/, bound: "BullMQ: its meta keys, the newest 1,000 completed jobs" },
@@ -72,27 +75,29 @@ async function unbounded(): Promise<string[]> {
 }
 
 describe("every record has an end", () => {
-  it("after retention, nothing a Lamp caused is left but what is bounded otherwise", async () => {
-    const lamp = await stack.lamp(DEVICE);
-    const answered = await lamp.say({ agentId: PLAIN, machineId: MACHINE, text: "Say hello." });
-    const [utterance] = await lamp.waitForUtterances(1);
-    expect(utterance).toBeDefined();
-    const repeat = await lamp.repeat(utterance?.resultId ?? "");
-    expect(repeat).not.toHaveProperty("error");
-    await lamp.waitForUtterances(2);
-    const cancelled = await lamp.say({ agentId: SLOW, machineId: MACHINE, text: "Refactor the parser." });
-    expect((await lamp.cancel(cancelled.runId)).runId).toBe(cancelled.runId);
-    await expect(lamp.say({ agentId: "nosuch", machineId: MACHINE, text: "Hello?" })).rejects.toThrow();
-    await lamp.waitForRunUpdate(answered.runId, (update) => update.state === "resolved");
-    lamp.close();
+  it(
+    "after retention, nothing a Lamp caused is left but what is bounded otherwise",
+    async () => {
+      const lamp = await stack.lamp(DEVICE);
+      const answered = await lamp.say({ agentId: PLAIN, machineId: MACHINE, text: "Say hello." });
+      const [utterance] = await lamp.waitForUtterances(1);
+      expect(utterance).toBeDefined();
+      const repeat = await lamp.repeat(utterance?.resultId ?? "");
+      expect(repeat).not.toHaveProperty("error");
+      await lamp.waitForUtterances(2);
+      const cancelled = await lamp.say({ agentId: SLOW, machineId: MACHINE, text: "Refactor the parser." });
+      expect((await lamp.cancel(cancelled.runId)).runId).toBe(cancelled.runId);
+      await expect(lamp.say({ agentId: "nosuch", machineId: MACHINE, text: "Hello?" })).rejects.toThrow();
+      await lamp.waitForRunUpdate(answered.runId, (update) => update.state === "resolved");
+      lamp.close();
 
-    expect((await unbounded()).length).toBeGreaterThan(10);
-    const left = await waitFor(unbounded, (keys) => keys.length === 0, {
-      timeoutMs: 2 * RETENTION_MS,
-      intervalMs: 1_000,
-    });
-    for (const key of left.filter((name) => name.includes(":res:")))
-      console.log(key, await stack.redis.hgetall(key.split(" ")[0] ?? ""));
-    expect(left).toEqual([]);
-  }, 3 * RETENTION_MS + 60_000);
+      expect((await unbounded()).length).toBeGreaterThan(10);
+      const left = await waitFor(unbounded, (keys) => keys.length === 0, {
+        timeoutMs: 2 * RETENTION_MS,
+        intervalMs: 1_000,
+      });
+      expect(left).toEqual([]);
+    },
+    3 * RETENTION_MS + 60_000,
+  );
 });

@@ -126,7 +126,7 @@ export class OsStoreFixture {
 
   /** The device's Lamp is connected to `gatewayId`, a live instance unless `alive` is false (a SIGKILLed one). */
   async setPresence(deviceId: string, gatewayId = GATEWAY_ID, { alive = true } = {}): Promise<void> {
-    await this.redis.set(this.keys.lampPresence(deviceId), gatewayId, "PX", 60_000);
+    await this.redis.set(this.device(deviceId).lampPresence, gatewayId, "PX", 60_000);
     if (alive) await this.redis.set(this.keys.lampGatewayAlive(gatewayId), "1", "PX", 60_000);
   }
 
@@ -160,7 +160,7 @@ export class OsStoreFixture {
   }
 
   async clearPresence(deviceId: string): Promise<void> {
-    await this.redis.del(this.keys.lampPresence(deviceId));
+    await this.redis.del(this.device(deviceId).lampPresence);
   }
 
   async outbox(deviceId: string, resultKey: string): Promise<OutboxEntry | undefined> {

@@ -5,16 +5,6 @@ import { luaKeyIncludePath } from "../../libs/redis/key-layout.js";
 import { projectRoot } from "../../test/helpers/child-process.js";
 import { KEY_INCLUDES, knownSuffixes, luaConventionFindings, luaFiles } from "./lua-conventions.js";
 
-/**
- * Folders whose scripts other branches convert at the same time (router and run-resolver; tts-dispatcher): named
- * here so this check passes meanwhile. Empty it once they have merged.
- */
-const NOT_YET_CONVERTED = [
-  "services/router/lua/",
-  "services/run-resolver/lua/",
-  "services/tts-dispatcher/lua/",
-];
-
 const generated = new Set(KEY_INCLUDES.map((include) => relative(projectRoot, luaKeyIncludePath(include))));
 const suffixes = knownSuffixes();
 
@@ -25,17 +15,17 @@ describe("every Lua script takes named arguments and names its keys through the 
     expect(files).toContain("services/device-gateway/lua/register-run-1.lua");
     expect(files).toContain("libs/redis/lua-includes/run-update.lua");
     expect(files).toContain("bench/retained/fill-retained-0.lua");
-    expect(suffixes).toEqual(expect.arrayContaining(["run", "runs:pending", "res-order", "event-log"]));
+    expect(suffixes).toEqual(
+      expect.arrayContaining(["run", "runs:pending", "res-order", "event-log", "rt", "runner:delivery"]),
+    );
   });
 
-  it("no script outside the folders still being converted reads ARGV by position or spells a layout key", () => {
-    const offenders = files
-      .filter((file) => !NOT_YET_CONVERTED.some((folder) => file.startsWith(folder)))
-      .flatMap((file) =>
-        luaConventionFindings(readFileSync(join(projectRoot, file), "utf8"), suffixes).map(
-          (finding) => `${file} ${finding}`,
-        ),
-      );
+  it("no script reads ARGV by position or spells a layout key", () => {
+    const offenders = files.flatMap((file) =>
+      luaConventionFindings(readFileSync(join(projectRoot, file), "utf8"), suffixes).map(
+        (finding) => `${file} ${finding}`,
+      ),
+    );
     expect(offenders).toEqual([]);
   });
 });

@@ -2,10 +2,11 @@ import { readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import { HARNESS_KEY_INCLUDES } from "../../libs/harness-store/harness-keys.js";
 import { OS_KEY_INCLUDES } from "../../libs/os-store/os-keys.js";
+import { AGENT_KEY_INCLUDES } from "../../libs/redis/agent-keys.js";
 import { layoutSuffixes } from "../../libs/redis/key-layout.js";
 
 /** The generated key includes: the one place Lua may spell a layout's suffixes. */
-export const KEY_INCLUDES = [...OS_KEY_INCLUDES, ...HARNESS_KEY_INCLUDES];
+export const KEY_INCLUDES = [...OS_KEY_INCLUDES, ...HARNESS_KEY_INCLUDES, ...AGENT_KEY_INCLUDES];
 
 const SKIPPED_DIRS = new Set(["node_modules", ".git", ".tmp", "coverage", "dist"]);
 

@@ -30,3 +30,4 @@ function os_keys.waiting(base) return base .. ':waiting' end
 function os_keys.heldExpired(base) return base .. ':held-expired' end
 function os_keys.runUpdates(base) return base .. ':run-updates' end
 function os_keys.repeatRequest(base, requestId) return base .. ':repeat-request:' .. requestId end
+function os_keys.lampPresence(base) return base .. ':lamp-presence' end

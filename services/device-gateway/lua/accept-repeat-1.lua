@@ -7,16 +7,17 @@
 -- this step and the gateway's lamp_events append, and no longer counts.
 -- Args: {requestId, playbackId (freshly minted), now, limit, requestTtlSeconds, lostAfterMs}.
 -- Replies {verdict = 'accepted', playbackId} | {verdict = 'refused', queued}.
+--!include os-keys.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
-local requestKey = base .. ':repeat-request:' .. args.requestId
-local reservations = base .. ':playbacks:repeats'
+local requestKey = os_keys.repeatRequest(base, args.requestId)
+local reservations = os_keys.repeatsAccepted(base)
 
 local earlier = redis.call('GET', requestKey)
 if earlier then return cjson.encode({ verdict = 'accepted', playbackId = earlier }) end
 
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', reservations, '-inf', args.now - args.lostAfterMs)) do
-  if redis.call('EXISTS', base .. ':playback:' .. id) == 0 then redis.call('ZREM', reservations, id) end
+  if redis.call('EXISTS', os_keys.playback(base, id)) == 0 then redis.call('ZREM', reservations, id) end
 end
 local queued = redis.call('ZCARD', reservations)
 if queued >= args.limit then return cjson.encode({ verdict = 'refused', queued = queued }) end

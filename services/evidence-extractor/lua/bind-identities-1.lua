@@ -10,8 +10,9 @@
 -- KEYS[1] = agent base (<p>:ev:{a:<agentId>}); derived keys share its hash tag.
 -- Args {retentionMs, now (epoch ms), bindings = [{scopeKey, json, appEntityId}, ...]}.
 -- Answers {conflicts}: the number of conflicting bindings.
-local identityKey = KEYS[1] .. ":identity"
-local identityIndex = KEYS[1] .. ":identity-at"
+--!include agent-keys.lua
+local identityKey = agent_keys.identity(KEYS[1])
+local identityIndex = agent_keys.identitySightings(KEYS[1])
 local args = cjson.decode(ARGV[1])
 local retention, now = args.retentionMs, args.now
 local conflicts = 0

@@ -15,6 +15,7 @@
 --   runIdHint? (the run the caller believes holds the key: checked, and the key index read only when it is wrong),
 --   command? {entryId, group}}
 -- Reply: {outcome = bound | refreshed | stale | unknown_key | agent_mismatch | conflict, runId? }
+--!include os-keys.lua
 --!include receipt-rank.lua
 --!include run-update.lua
 local base = KEYS[1]
@@ -29,13 +30,13 @@ local function bind_receipt()
     if run.idempotencyKey ~= args.idempotencyKey then run = nil end
   end
   if not run then
-    runId = redis.call('GET', base .. ':key:' .. args.idempotencyKey)
+    runId = redis.call('GET', os_keys.idempotencyKey(base, args.idempotencyKey))
     if not runId then
       return { outcome = 'unknown_key' }
     end
     run = read_run_fields(base, runId, BIND_FIELDS)
   end
-  local runKey = base .. ':run:' .. runId
+  local runKey = os_keys.run(base, runId)
   if run.agentId ~= args.agentId then
     return { outcome = 'agent_mismatch', runId = runId }
   end
@@ -46,7 +47,7 @@ local function bind_receipt()
   -- A run already bound to this delivery holds its index entry: only a first binding checks and writes it.
   local first_binding = not run.deliveryId
   if first_binding then
-    local holder = redis.call('GET', base .. ':delivery:' .. args.deliveryId)
+    local holder = redis.call('GET', os_keys.delivery(base, args.deliveryId))
     if holder and holder ~= runId then
       return { outcome = 'conflict', runId = runId }
     end
@@ -83,7 +84,7 @@ local function bind_receipt()
   local changed = run.receiptState ~= state or (run.receiptInput or false) ~= input
   local pending = run.state == 'pending'
 
-  if first_binding then redis.call('SET', base .. ':delivery:' .. args.deliveryId, runId) end
+  if first_binding then redis.call('SET', os_keys.delivery(base, args.deliveryId), runId) end
   -- From here `run` is the run as this step leaves it: the run.update carries it.
   run.receiptState, run.receiptInput = state, input
   if pending and changed and (state == 'unknown' or state == 'rejected') then
@@ -94,7 +95,7 @@ local function bind_receipt()
     keep('state', 'unknown')
     keep('endReason', code)
     write_run()
-    redis.call('ZREM', base .. ':runs:pending', runId)
+    redis.call('ZREM', os_keys.pendingRuns(base), runId)
     run.state, run.endReason = 'unknown', code
     append_run_update(base, runId, run, 'unknown', code, '', args.now)
   else
@@ -111,7 +112,7 @@ end
 
 local bound = bind_receipt()
 if args.command then
-  local commands = base .. ':commands'
+  local commands = os_keys.commands(base)
   redis.call('XACK', commands, args.command.group, args.command.entryId)
   redis.call('XDEL', commands, args.command.entryId)
 end

@@ -3,15 +3,16 @@
 -- in one atomic step, so the Lamp hears of exactly the end the store records, once.
 -- KEYS[1] = B; ARGV[1] = {runId, reason, now}
 -- Reply: {ended}
+--!include os-keys.lua
 --!include emit-run-update.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
-local runKey = base .. ':run:' .. args.runId
+local runKey = os_keys.run(base, args.runId)
 if redis.call('HGET', runKey, 'state') ~= 'pending' then
   return cjson.encode({ ended = false })
 end
 redis.call('HSET', runKey, 'state', 'unknown', 'endReason', args.reason)
-redis.call('ZREM', base .. ':runs:pending', args.runId)
-redis.call('ZREM', base .. ':runs:deadlines', args.runId)
+redis.call('ZREM', os_keys.pendingRuns(base), args.runId)
+redis.call('ZREM', os_keys.runDeadlines(base), args.runId)
 emit_run_update(base, args.runId, 'unknown', args.reason, '', args.now)
 return cjson.encode({ ended = true })

@@ -7,10 +7,11 @@
 --   protocol_error {waitingField?, protocolErrorId, protocolErrorJson}; wait {waitingField, waitingJson};
 --   ignore {}; resync {}}. Records go in as JSON text, kept byte for byte.
 -- Reply: {recorded} (true when a rejection or protocol error was newly recorded), or the LEASE_LOST error.
+--!include os-keys.lua
 --!include record-once.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
-if redis.call('GET', base .. ':lease') ~= args.leaseOwner then
+if redis.call('GET', os_keys.lease(base)) ~= args.leaseOwner then
   return redis.error_reply('LEASE_LOST')
 end
 local action, waitingField = args.action, args.waitingField
@@ -23,13 +24,13 @@ elseif action == 'protocol_error' then
 end
 if action == 'wait' then
   -- A replay of a held result keeps the first entry (and so when it was first held).
-  redis.call('HSETNX', base .. ':waiting', waitingField, args.waitingJson)
+  redis.call('HSETNX', os_keys.waiting(base), waitingField, args.waitingJson)
 elseif waitingField then
-  redis.call('HDEL', base .. ':waiting', waitingField)
+  redis.call('HDEL', os_keys.waiting(base), waitingField)
 end
 local move = args.cursor
 if move then
-  local cursorKey = base .. ':cursor'
+  local cursorKey = os_keys.cursor(base)
   local current = redis.call('HMGET', cursorKey, 'serverInstanceId', 'cursor')
   if action == 'resync' or current[1] ~= move.transportInstanceId or tonumber(current[2]) < move.cursor then
     redis.call('HSET', cursorKey, 'serverInstanceId', move.transportInstanceId, 'cursor',

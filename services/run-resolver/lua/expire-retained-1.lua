@@ -11,12 +11,13 @@
 -- cut, oldest first; the stream itself stays, even empty, so a Lamp that resumes later still sees update ids
 -- increase.
 -- Reply: {removedRuns, removedResults, removedLogEntries, nextDue? (absent: nothing retained is left)}
+--!include os-keys.lua
 --!include expire-log-by-age.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
 local now, retention, recheck, limit = args.now, args.retentionMs, args.recheckMs, args.limit
 local cut = now - retention
-local runs = base .. ':runs'
+local runs = os_keys.runs(base)
 local next_due = 0
 
 local function due_at(at)
@@ -24,20 +25,20 @@ local function due_at(at)
 end
 
 local function remove_playback(playback_id)
-  if playback_id then redis.call('DEL', base .. ':playback:' .. playback_id) end
+  if playback_id then redis.call('DEL', os_keys.playback(base, playback_id)) end
 end
 
 local removed_results = 0
 local function remove_result(result_key)
-  local result = base .. ':result:' .. result_key
+  local result = os_keys.result(base, result_key)
   local result_id = redis.call('HGET', result, 'resultId')
-  local outbox = base .. ':outbox:' .. result_key
+  local outbox = os_keys.outbox(base, result_key)
   local played = redis.call('HMGET', outbox, 'playbackId', 'noticePlaybackId')
   remove_playback(played[1])
   remove_playback(played[2])
-  redis.call('DEL', outbox, base .. ':routed:' .. result_key)
+  redis.call('DEL', outbox, os_keys.resultClaim(base, result_key))
   if result_id then
-    redis.call('DEL', result, base .. ':result-id:' .. result_id)
+    redis.call('DEL', result, os_keys.resultId(base, result_id))
     removed_results = removed_results + 1
   end
 end
@@ -52,26 +53,26 @@ for i = 1, #oldest, 2 do
     due_at(created + retention)
     break
   end
-  local run_key = base .. ':run:' .. run_id
+  local run_key = os_keys.run(base, run_id)
   local run = redis.call('HMGET', run_key, 'state', 'resultId', 'requestId', 'idempotencyKey', 'deliveryId',
     'serverInstanceId', 'routedAs')
   -- A resolved run names its result by resultId; the result's key is `<serverInstanceId>|<resultId>` (os-keys.ts).
   if run[2] then run[2] = run[6] .. '|' .. run[2] end
   run[2] = run[7] or run[2]
   local stored_at = nil
-  if run[2] then stored_at = tonumber(redis.call('HGET', base .. ':result:' .. run[2], 'storedAt')) end
+  if run[2] then stored_at = tonumber(redis.call('HGET', os_keys.result(base, run[2]), 'storedAt')) end
   if run[1] == 'pending' then
     due_at(now + recheck)
   elseif stored_at and stored_at >= cut then
     due_at(stored_at + retention)
   else
     if run[2] then remove_result(run[2]) end
-    if run[3] then redis.call('DEL', base .. ':request:' .. run[3]) end
-    if run[4] then redis.call('DEL', base .. ':key:' .. run[4]) end
-    if run[5] then redis.call('DEL', base .. ':delivery:' .. run[5]) end
+    if run[3] then redis.call('DEL', os_keys.request(base, run[3])) end
+    if run[4] then redis.call('DEL', os_keys.idempotencyKey(base, run[4])) end
+    if run[5] then redis.call('DEL', os_keys.delivery(base, run[5])) end
     redis.call('DEL', run_key)
     redis.call('ZREM', runs, run_id)
-    redis.call('ZREM', base .. ':runs:pending', run_id)
+    redis.call('ZREM', os_keys.pendingRuns(base), run_id)
     removed_runs = removed_runs + 1
   end
 end
@@ -92,7 +93,7 @@ for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do
   end
 end
 -- Updates are appended with the time of the step that made them: the expired ones lead the log.
-local expired_updates, update_kept_at = expire_log_by_age(base .. ':run-updates', cut, limit)
+local expired_updates, update_kept_at = expire_log_by_age(os_keys.runUpdates(base), cut, limit)
 removed_entries = removed_entries + expired_updates
 if update_kept_at then
   due_at(update_kept_at + retention)

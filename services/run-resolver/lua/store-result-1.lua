@@ -11,10 +11,11 @@
 --   contentHash, now, runIds = [runId] (at least one)}
 -- Reply: {outcome = stored, skipped (listed runs not resolved)} | {outcome = stored_not_emitted | already_emitted
 --   | unclaimed} | {outcome = content_changed, storedHash}
+--!include os-keys.lua
 --!include emit-run-update.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
-local resultHash = base .. ':result:' .. args.resultKey
+local resultHash = os_keys.result(base, args.resultKey)
 
 local stored = redis.call('HMGET', resultHash, 'contentHash', 'emittedAt')
 if stored[1] then
@@ -27,7 +28,7 @@ if stored[1] then
   return cjson.encode({ outcome = 'stored_not_emitted' })
 end
 
-if redis.call('GET', base .. ':routed:' .. args.resultKey) ~= args.contentHash then
+if redis.call('GET', os_keys.resultClaim(base, args.resultKey)) ~= args.contentHash then
   return cjson.encode({ outcome = 'unclaimed' })
 end
 
@@ -38,16 +39,16 @@ redis.call('HSET', resultHash, 'resultId', args.resultId, 'serverInstanceId', ar
 if args.engineTurnId then
   redis.call('HSET', resultHash, 'engineTurnId', args.engineTurnId)
 end
-redis.call('SET', base .. ':result-id:' .. args.resultId, args.resultKey)
+redis.call('SET', os_keys.resultId(base, args.resultId), args.resultKey)
 local skipped = 0
 for _, runId in ipairs(args.runIds) do
-  local runKey = base .. ':run:' .. runId
+  local runKey = os_keys.run(base, runId)
   local run = redis.call('HMGET', runKey, 'state', 'routedAs')
   if run[1] == 'pending' and run[2] == args.resultKey then
     -- The run names its result by resultId: with its serverInstanceId (the claim's) that is the resultKey.
     redis.call('HSET', runKey, 'state', 'resolved', 'outcome', args.outcome, 'resultId', args.resultId,
       'resolvedAt', now)
-    redis.call('ZREM', base .. ':runs:pending', runId)
+    redis.call('ZREM', os_keys.pendingRuns(base), runId)
     emit_run_update(base, runId, 'resolved', '', '', now)
   else
     skipped = skipped + 1

@@ -4,6 +4,7 @@
 -- Args: {resultKey}. Replies {outbox} when the entry exists, else {result?, runs?}: each a hash as {field = value};
 -- a missing result is left out, as are the runs when it has none; a member without a runId (the result does not
 -- parse) reads as an empty run.
+--!include os-keys.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
 
@@ -15,15 +16,15 @@ local function hash(key)
   return fields
 end
 
-local outbox = hash(base .. ':outbox:' .. args.resultKey)
+local outbox = hash(os_keys.outbox(base, args.resultKey))
 if outbox then return cjson.encode({ outbox = outbox }) end
-local result = hash(base .. ':result:' .. args.resultKey)
+local result = hash(os_keys.result(base, args.resultKey))
 if not result then return cjson.encode({}) end
 local runs = {}
 local ok, members = pcall(cjson.decode, result.members or '[]')
 if ok and type(members) == 'table' then
   for _, member in ipairs(members) do
-    local run = type(member) == 'table' and type(member.runId) == 'string' and hash(base .. ':run:' .. member.runId)
+    local run = type(member) == 'table' and type(member.runId) == 'string' and hash(os_keys.run(base, member.runId))
     runs[#runs + 1] = run or {}
   end
 end

@@ -6,15 +6,16 @@
 --        voiceTargetExpiresAt?, newestRunId?, playbackId?, notice? {playbackId, text}}
 -- A result created `suppressed` is a run.update `suppressed` (with the reason) for each of its member runs.
 -- Replies {created, state, playbackId?, notice? {playbackId, state}}.
+--!include os-keys.lua
 --!include result-run-updates.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
 local now = args.now
-local outboxKey = base .. ':outbox:' .. args.resultKey
+local outboxKey = os_keys.outbox(base, args.resultKey)
 
 local function noticeOf(noticeId)
   if not noticeId then return nil end
-  local state = redis.call('HGET', base .. ':playback:' .. noticeId, 'state')
+  local state = redis.call('HGET', os_keys.playback(base, noticeId), 'state')
   if not state then return nil end
   return { playbackId = noticeId, state = state }
 end
@@ -35,8 +36,8 @@ local function createPlayback(id, kind, text)
     fields[#fields + 1] = field
     fields[#fields + 1] = value
   end
-  redis.call('HSET', base .. ':playback:' .. id, unpack(fields))
-  redis.call('RPUSH', base .. ':playbacks:line', id)
+  redis.call('HSET', os_keys.playback(base, id), unpack(fields))
+  redis.call('RPUSH', os_keys.playbackLine(base), id)
 end
 
 local fields = { 'deviceId', args.deviceId, 'resultKey', args.resultKey, 'resultId', args.resultId, 'state', args.state,

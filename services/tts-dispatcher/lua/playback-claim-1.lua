@@ -18,11 +18,12 @@
 -- A head found overdue (queued past its wait limit, or sent past its ack deadline) or gone is ended or dropped here,
 -- as its own job would, so a head nobody works on never holds the line past its own deadline. `endedHeads` lists
 -- what those ends were, to be counted.
+--!include os-keys.lua
 --!include playback-line.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
 local id, now = args.playbackId, args.now
-local line = base .. ':playbacks:line'
+local line = os_keys.playbackLine(base)
 
 local playback = load_playback(base, id)
 if not playback then return cjson.encode({ verdict = 'unknown' }) end
@@ -44,7 +45,7 @@ local limit = wait_limit(playback, args.repeatWaitMs)
 if playback.kind ~= 'repeat' then
   if limit <= now then return cjson.encode(move_playback('ended', base, playback, 'suppressed', 'expired', now)) end
   if playback.newestRunId and playback.newestRunId ~= '' then
-    local cancelledAt = redis.call('HGET', base .. ':run:' .. playback.newestRunId, 'cancelledAt')
+    local cancelledAt = redis.call('HGET', os_keys.run(base, playback.newestRunId), 'cancelledAt')
     if cancelledAt and cancelledAt ~= '' then
       return cjson.encode(move_playback('ended', base, playback, 'suppressed', 'cancelled', now))
     end
@@ -96,17 +97,17 @@ if head then
   })
 end
 
-local gateway = redis.call('GET', base .. ':lamp-presence')
+local gateway = redis.call('GET', os_keys.lampPresence(base))
 if not gateway or gateway == args.deadGateway then
   if limit <= now then
     return with_ended_heads(move_playback('ended', base, playback, 'failed', 'lamp_offline', now))
   end
   local waitUntil = math.min(limit, now + args.offlineRecheckMs)
-  redis.call('ZADD', base .. ':playbacks:awaiting-lamp', waitUntil, id)
+  redis.call('ZADD', os_keys.awaitingLamp(base), waitUntil, id)
   return with_ended_heads({ verdict = 'offline', waitUntil = waitUntil })
 end
 
-local key = base .. ':playback:' .. id
+local key = os_keys.playback(base, id)
 redis.call('HSET', key, 'gatewayId', gateway)
 move_playback('sending', base, playback, 'sending', nil, now)
 local resultId, text = unpack(redis.call('HMGET', key, 'resultId', 'text'))

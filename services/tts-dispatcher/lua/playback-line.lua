@@ -3,6 +3,7 @@
 -- created; only its head is sent, and a playback leaves the line when it started on the Lamp or ended, which names
 -- the new head so its job can be woken. So a device has at most one playback in flight, and its answers start in the
 -- order they were dispatched without any wait being guessed.
+--!include os-keys.lua
 --!include result-run-updates.lua
 
 local IN_LINE = { queued = true, sending = true }
@@ -10,7 +11,7 @@ local RUN_UPDATE_CHANGE = { uncertain = 'playback', failed = 'playback', suppres
 
 -- One playback with every field a step decides on, read in one HMGET; nil when there is no such playback.
 local function load_playback(base, id)
-  local v = redis.call('HMGET', base .. ':playback:' .. id, 'state', 'kind', 'resultKey', 'reason', 'lastAck',
+  local v = redis.call('HMGET', os_keys.playback(base, id), 'state', 'kind', 'resultKey', 'reason', 'lastAck',
     'createdAt', 'voiceTargetExpiresAt', 'newestRunId', 'voiceTargetId', 'sentAt', 'ackDeadline')
   if not v[1] then return nil end
   return {
@@ -29,7 +30,7 @@ end
 
 -- Takes the playback out of the line; when it was the head, answers the new head (its job may be waiting behind it).
 local function leave_line(base, id)
-  local line = base .. ':playbacks:line'
+  local line = os_keys.playbackLine(base)
   local wasHead = redis.call('LINDEX', line, 0) == id
   redis.call('LREM', line, 1, id)
   if not wasHead then return nil end
@@ -39,9 +40,9 @@ end
 -- Writes `fields` to the playback and, for an answer, to its outbox entry (which mirrors it); `dropReason` also deletes
 -- a `reason` left on either.
 local function write_playback(base, playback, fields, dropReason)
-  local key = base .. ':playback:' .. playback.id
+  local key = os_keys.playback(base, playback.id)
   local outbox = false
-  if playback.kind == 'answer' then outbox = base .. ':outbox:' .. playback.resultKey end
+  if playback.kind == 'answer' then outbox = os_keys.outbox(base, playback.resultKey) end
   for _, target in ipairs(outbox and { key, outbox } or { key }) do
     redis.call('HSET', target, unpack(fields))
     if dropReason and (playback.reason or target == outbox) then redis.call('HDEL', target, 'reason') end
@@ -67,12 +68,12 @@ local function move_playback(verdict, base, playback, to, reason, now, ack)
   end
   write_playback(base, playback, fields, not reason)
   -- Only a queued playback can be waiting for the Lamp.
-  if playback.state == 'queued' then redis.call('ZREM', base .. ':playbacks:awaiting-lamp', playback.id) end
+  if playback.state == 'queued' then redis.call('ZREM', os_keys.awaitingLamp(base), playback.id) end
   local wake
   if IN_LINE[playback.state] and to ~= 'sending' then
     wake = leave_line(base, playback.id)
     -- A repeat that started or ended no longer counts against the device's queued repeats (accept-repeat-1.lua).
-    if playback.kind == 'repeat' then redis.call('ZREM', base .. ':playbacks:repeats', playback.id) end
+    if playback.kind == 'repeat' then redis.call('ZREM', os_keys.repeatsAccepted(base), playback.id) end
   end
   local change = RUN_UPDATE_CHANGE[to]
   if change then emit_for_result_members(base, playback.resultKey, change, reason or '', playback.id, now) end

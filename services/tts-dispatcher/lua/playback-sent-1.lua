@@ -3,9 +3,10 @@
 -- deadline. Atomic so an ack that already moved it on (a fast Lamp) is never overwritten.
 -- Args: {playbackId, now, ackTimeoutMs}. Replies {verdict = 'awaiting-ack', ackDeadline} while it is `sending`, else
 -- {verdict = 'settled', state} (the ack came first) or {verdict = 'unknown'}.
+--!include os-keys.lua
 local base = KEYS[1]
 local args = cjson.decode(ARGV[1])
-local key = base .. ':playback:' .. args.playbackId
+local key = os_keys.playback(base, args.playbackId)
 local state = redis.call('HGET', key, 'state')
 if not state then return cjson.encode({ verdict = 'unknown' }) end
 if state ~= 'sending' then return cjson.encode({ verdict = 'settled', state = state }) end

@@ -7,6 +7,7 @@ import { LAMP_GATEWAY_HEARTBEAT_MS } from "../../../libs/contract/lamp-delivery.
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackKind, PlaybackReason, PlaybackState } from "../../../libs/contract/os-playback.js";
 import type { Logger } from "../../../libs/logging/logger.js";
+import { OsDeviceKeys } from "../../../libs/os-store/os-keys.js";
 import type { Keyspace } from "../../../libs/redis/keyspace.js";
 import { errorMessage } from "../../../libs/errors/error-message.js";
 import { appendToStream } from "../../../libs/streams/stream-writer.js";
@@ -238,7 +239,7 @@ export class PlaybackWorker {
    */
   private async presence(deviceId: string): Promise<{ gatewayId: string; alive: boolean } | undefined> {
     const { redis, keys, log } = this.options;
-    const gatewayId = await redis.get(keys.lampPresence(deviceId));
+    const gatewayId = await redis.get(new OsDeviceKeys(keys, deviceId).lampPresence);
     if (gatewayId === null) return undefined;
     const seenAt = this.aliveAt.get(gatewayId);
     if (seenAt !== undefined && Date.now() - seenAt < ALIVE_TRUSTED_MS) return { gatewayId, alive: true };
