@@ -3,7 +3,7 @@ export * from "./lamp-payloads.js";
 /**
  * How the OS side moves Lamp traffic between processes (docs/architecture.md, "One voice request, end to end"):
  * - the device-gateway instance holding a Lamp's WebSocket advertises it in a presence key with a TTL
- *   (`Keyspace.lampPresence(deviceId)` = gateway instance id), refreshed while the socket is open;
+ *   (`OsDeviceKeys.lampPresence` = gateway instance id), refreshed while the socket is open;
  * - each gateway instance keeps a heartbeat key alive (`Keyspace.lampGatewayAlive(instanceId)`);
  * - the playback worker (tts-dispatcher) writes `playback.start` to that instance's delivery stream, only while
  *   that instance's heartbeat is alive;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { engineRecordSchema } from "../../libs/contract/streams.js";
+import { engineRecordSchema } from "../../libs/contract/pipeline-payloads.js";
 import { AgentKeys } from "../../libs/redis/agent-keys.js";
 import { createTestRedis, type TestRedis } from "../../test/helpers/test-redis.js";
 import { EvidenceStore } from "./evidence-store.js";
