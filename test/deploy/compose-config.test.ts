@@ -24,8 +24,8 @@ describe.skipIf(!present)("docker-compose.yml", () => {
   it("publishes every port on 127.0.0.1 only, unless LAMPLINE_BIND_ADDRESS names another address", () => {
     const ports = publishedPorts(renderedServices({ LAMPLINE_BIND_ADDRESS: "" }));
     expect(ports.sort()).toEqual(
-      ["3000", "8080", "8081", "9090", "9093"].map(
-        (port) => `127.0.0.1:${port}:${port.replace("8081", "8080")}/tcp`,
+      ["3000", "8080", "8081", "8082", "9090", "9093"].map(
+        (port) => `127.0.0.1:${port}:${port.replace(/^808[12]$/, "8080")}/tcp`,
       ),
     );
     const everywhere = publishedPorts(renderedServices({ LAMPLINE_BIND_ADDRESS: "0.0.0.0" }));

@@ -1,6 +1,7 @@
 import { STREAM_CATALOG } from "../../libs/contract/catalog.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { redriveKey } from "../../libs/streams/dead-letters.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
 import { freePort } from "../../libs/redis/redis-server-process.js";
 import { pageCsrfToken, signIn } from "../console/console-session.js";
@@ -94,7 +95,7 @@ describe("state-changing console routes refuse forged requests", () => {
       expect(JSON.parse(answer.body), attempt.name).toMatchObject({ error: { code: "FORBIDDEN" } });
     }
     expect(await deadLetterIds()).toContain(id);
-    expect(await host.t.redis.xlen(host.t.keys.stream(STREAM))).toBe(0);
+    expect(await host.t.redis.xlen(redriveKey(host.t.keys, STREAM))).toBe(0);
 
     // A browser under the console's `Referrer-Policy: no-referrer` posts `Origin: null`; Sec-Fetch-Site vouches.
     const honest = await redrive(
@@ -103,7 +104,7 @@ describe("state-changing console routes refuse forged requests", () => {
     );
     expect(honest.status).toBe(303);
     expect(await deadLetterIds()).not.toContain(id);
-    expect(await host.t.redis.xlen(host.t.keys.stream(STREAM))).toBe(1);
+    expect(await host.t.redis.xlen(redriveKey(host.t.keys, STREAM))).toBe(1);
   });
 
   it("a bearer-header request needs no token but is refused from another origin", async () => {

@@ -16,8 +16,8 @@ import { consumerGroupsOf } from "../../libs/streams/group-info.js";
 
 const DEVICE = "lamp-hostile";
 const CASES = casesFor(400);
-/** BullMQ bookkeeping and Lamp presence change on their own; everything else must only change when accepted. */
-const VOLATILE = /:bull\}:|:lamp-presence$|:lamp-gateway:.*:alive$/;
+/** BullMQ bookkeeping, Lamp presence and the in-order readers' registry change on their own; everything else must only change when accepted. */
+const VOLATILE = /:bull\}:|:lamp-presence$|:lamp-gateway:.*:alive$|:stream-readers:/;
 /** Indexes an accepted request lists its device in (the routers' active set, the retention index), outside its base. */
 const DEVICE_INDEXES = /:\{part:\d+\}:devices$|:retention-due$/;
 /** Opening a socket appends `lamp.connected` once the connection is registered, after the socket is already open. */

@@ -8,7 +8,7 @@ import { rawExchange, rawRequest } from "./raw-http.js";
 
 const DEVICE = "lamp-api";
 const CASES = casesFor(400);
-const VOLATILE = /:bull\}:|:lamp-presence$|:lamp-gateway:.*:alive$/;
+const VOLATILE = /:bull\}:|:lamp-presence$|:lamp-gateway:.*:alive$|:stream-readers:/;
 
 let world: LampWorld;
 let own: { runIds: string[]; resultId: string };
