@@ -43,7 +43,9 @@ async function seed(
     .set(device.request(`req-${runId}`), runId)
     .set(device.idempotencyKey(`key-${runId}`), runId)
     .set(device.delivery(`del-${runId}`), runId)
-    .zadd(device.runs, createdAt, runId);
+    .zadd(device.runs, createdAt, runId)
+    // The router's deadline index keeps a run resolved before its deadline until it comes due there.
+    .zadd(device.runDeadlines, createdAt + 60_000, runId);
   if (state === "pending") writes.zadd(device.pendingRuns, createdAt, runId);
   if (storedAt !== undefined) {
     const resultKey = resultKeyOf("instance", `result-${runId}`);
@@ -108,6 +110,11 @@ describe("the OS expiry step", () => {
       "young-resolved",
     ]);
     expect(await t.redis.zrange(device.pendingRuns, 0, -1)).toEqual(["old-pending"]);
+    expect(await t.redis.zrange(device.runDeadlines, 0, -1)).toEqual([
+      "old-pending",
+      "old-run-young-result",
+      "young-resolved",
+    ]);
     // Due again for the pending run's recheck, the earliest of what is left.
     expect(next).toBe(now + settings.recheckMs);
   });

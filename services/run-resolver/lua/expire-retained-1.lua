@@ -3,7 +3,8 @@
 -- Driven by the run-resolver's retention index, never by a keyspace SCAN.
 -- ARGV[1] = {now, retentionMs, recheckMs (when an old run is still pending), limit (runs looked at per call)}
 -- A run goes when it is no longer pending, was created before the cut and its result (if any) was stored before
--- it; with it go its lookups (request, key, delivery), the result it was claimed for (`routedAs`, else the one that
+-- it; with it go its lookups (request, key, delivery), its entry in the router's deadline index (a run resolved
+-- before its deadline stays there until the router's sweep of that device, which an idle device no longer gets), the result it was claimed for (`routedAs`, else the one that
 -- resolved it) with the claim, the result's id lookup, outbox entry and the outbox's playbacks. A pending run is
 -- never removed. The device's rejection, protocol-error and held-expired logs lose their entries older than the cut
 -- (stream ids are epoch ms); a log left empty forgets its identities, so a rejection replayed after retention is
@@ -73,6 +74,7 @@ for i = 1, #oldest, 2 do
     redis.call('DEL', run_key)
     redis.call('ZREM', runs, run_id)
     redis.call('ZREM', os_keys.pendingRuns(base), run_id)
+    redis.call('ZREM', os_keys.runDeadlines(base), run_id)
     removed_runs = removed_runs + 1
   end
 end
@@ -80,8 +82,7 @@ end
 if looked == limit and removed_runs > 0 then due_at(now) end
 
 local removed_entries = 0
-for _, log in ipairs({'rejections', 'protocol-errors', 'held-expired'}) do
-  local key = base .. ':' .. log
+for _, key in ipairs({os_keys.rejections(base), os_keys.protocolErrors(base), os_keys.heldExpired(base)}) do
   if redis.call('EXISTS', key) == 1 then
     removed_entries = removed_entries + redis.call('XTRIM', key, 'MINID', cut)
     local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)[1]
