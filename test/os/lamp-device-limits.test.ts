@@ -8,6 +8,7 @@ import { deviceGatewayService } from "../../services/device-gateway/definition.j
 import { PlaybackStore } from "../../services/tts-dispatcher/store/playback-store.js";
 import { createTestRedis, waitFor, type TestRedis } from "../helpers/test-redis.js";
 import { lampUrl, voiceRequest } from "../hostile/lamp-world.js";
+import { storeRepeatableResult } from "./os-fixture.js";
 
 const SECRET = "lamp-limits-secret-0123456789abcdef";
 
@@ -194,18 +195,7 @@ describe("device limits: repeats waiting to be spoken (PLAYBACK_MAX_QUEUED_REPEA
     const deviceId = "lamp-repeats";
     const { t } = world;
     const device = new OsDeviceKeys(t.keys, deviceId);
-    await t.redis.set(device.resultId("r-1"), "originating-instance|r-1");
-    await t.redis.hset(device.result("originating-instance|r-1"), {
-      resultId: "r-1",
-      serverInstanceId: "originating-instance",
-      deviceId,
-      agentId: "agent-1",
-      outcome: "completed",
-      fullText: "hi",
-      members: JSON.stringify([{ runId: "run-1", deliveryId: "d-1", idempotencyKey: "k-1" }]),
-      contentHash: "hash-1",
-      storedAt: Date.now(),
-    });
+    await storeRepeatableResult(t, deviceId);
     const lamp = await connect(world.services, deviceId);
     const repeat = (requestId: string = randomUUID()) => {
       lamp.answers.delete(requestId);

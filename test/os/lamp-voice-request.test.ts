@@ -23,6 +23,7 @@ import {
   pushAndSettle,
   resultEvent,
   runOf,
+  storeRepeatableResult,
   voiceRequestFrame,
 } from "./os-fixture.js";
 import { sleep } from "../../libs/timing/sleep.js";
@@ -385,19 +386,7 @@ describe("device-gateway: voice.request over the real Lamp WebSocket", () => {
     const missing = randomUUID();
     lamp.send({ type: "playback.repeat", requestId: missing, resultId: "r-unknown" });
     expect(await lamp.answerTo(missing)).toMatchObject({ error: { code: "NOT_FOUND" } });
-    const device = new OsDeviceKeys(t.keys, DEVICE);
-    await t.redis.set(device.resultId("r-1"), "originating-instance|r-1");
-    await t.redis.hset(device.result("originating-instance|r-1"), {
-      resultId: "r-1",
-      serverInstanceId: "originating-instance",
-      deviceId: DEVICE,
-      agentId: "agent-1",
-      outcome: "completed",
-      fullText: "hi",
-      members: JSON.stringify([{ runId: "run-1", deliveryId: "d-1", idempotencyKey: "k-1" }]),
-      contentHash: "hash-1",
-      storedAt: Date.now(),
-    });
+    await storeRepeatableResult(t, DEVICE);
     const repeat = randomUUID();
     lamp.send({ type: "playback.repeat", requestId: repeat, resultId: "r-1" });
     const repeated = await lamp.answerTo(repeat);

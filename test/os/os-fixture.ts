@@ -265,3 +265,20 @@ export async function pushAndSettle(
   if (handled <= before) throw new Error("router did not stage the frame in time");
   if (!(await waitFor(() => resolverIdle(t), Boolean))) throw new Error("run-resolver did not drain");
 }
+
+/** A completed result `r-1` (from ORIGIN) stored for `deviceId`, as "say that again" finds it. */
+export async function storeRepeatableResult(t: TestRedis, deviceId: string): Promise<void> {
+  const device = new OsDeviceKeys(t.keys, deviceId);
+  await t.redis.set(device.resultId("r-1"), `${ORIGIN}|r-1`);
+  await t.redis.hset(device.result(`${ORIGIN}|r-1`), {
+    resultId: "r-1",
+    serverInstanceId: ORIGIN,
+    deviceId,
+    agentId: "agent-1",
+    outcome: "completed",
+    fullText: "hi",
+    members: JSON.stringify([{ runId: "run-1", deliveryId: "d-1", idempotencyKey: "k-1" }]),
+    contentHash: "hash-1",
+    storedAt: Date.now(),
+  });
+}

@@ -82,7 +82,10 @@ end
 if looked == limit and removed_runs > 0 then due_at(now) end
 
 local removed_entries = 0
-for _, key in ipairs({os_keys.rejections(base), os_keys.protocolErrors(base), os_keys.heldExpired(base)}) do
+local rejections = os_keys.rejections(base)
+local protocol_errors = os_keys.protocolErrors(base)
+local held_expired = os_keys.heldExpired(base)
+for _, key in ipairs({rejections, protocol_errors, held_expired}) do
   if redis.call('EXISTS', key) == 1 then
     removed_entries = removed_entries + redis.call('XTRIM', key, 'MINID', cut)
     local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)[1]
