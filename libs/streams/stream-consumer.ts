@@ -12,6 +12,7 @@ import type { Registry } from "prom-client";
 import { sleep } from "../timing/sleep.js";
 import { errorMessage } from "../errors/error-message.js";
 import { isTransientRedisError } from "../redis/redis-errors.js";
+import { EntryNotReadyError } from "./entry-not-ready.js";
 import { execPipeline } from "../redis/pipeline.js";
 import { deadLetterFields, redriveKey, type DeadLetterDraft } from "./dead-letters.js";
 import { payloadOwner, type PartitionedStream } from "./stream-partitions.js";
@@ -395,6 +396,13 @@ export class StreamConsumer<S extends z.ZodType> {
         return "handled";
       } catch (error) {
         if (this.stopping && isTransientRedisError(error)) return "left";
+        if (error instanceof EntryNotReadyError) {
+          this.options.log.info(
+            { consumer: this.name, id: read.id, code: error.code, err: error.message },
+            "stream entry not ready; left pending",
+          );
+          return "left";
+        }
         failure = failureOf(error);
         this.metrics.failed.inc(this.labels);
         this.options.log.warn(

@@ -1,9 +1,15 @@
 import type { RedisClient } from "../redis/redis-client.js";
-import type { z } from "zod";
+import { z } from "zod";
+import { NamedLuaScript } from "../redis/lua-script.js";
 import type { Keyspace } from "../redis/keyspace.js";
 import { streamKeyFor, streamPartitions, type PartitionedStream } from "./stream-partitions.js";
 
 export const PAYLOAD_FIELD = "payload";
+
+const appendTailScript = NamedLuaScript.fromFile<
+  { field: string; value: string; kept: number; idleExpiryMs: number },
+  z.ZodObject<{ id: z.ZodString }>
+>(new URL("./lua/append-tail-1.lua", import.meta.url), z.object({ id: z.string() }));
 
 /** What bounds a stream whose entries matter only while new (a tail stream, read from `$`). */
 export interface TailBounds {
@@ -15,7 +21,8 @@ export interface TailBounds {
 /**
  * Appends a schema-checked payload to a pipeline stream (to its owner's partition when the stream is partitioned);
  * a payload that does not parse is never written. A tail stream is capped and expires when nobody writes to it, in
- * the same transaction as the append, so no write leaves it without its end.
+ * the same step as the append (one script: a MULTI could hang an ioredis Cluster client through a failover), so no
+ * write leaves it without its end.
  */
 export async function appendToStream<S extends z.ZodType>(
   redis: RedisClient,
@@ -28,17 +35,16 @@ export async function appendToStream<S extends z.ZodType>(
 ): Promise<string> {
   const checked = stream.schema.parse(payload);
   const key = streamKeyFor(stream, keys, checked);
-  const entry = [PAYLOAD_FIELD, JSON.stringify(checked)];
+  const value = JSON.stringify(checked);
   const tail = stream.reading;
-  if (tail?.kind !== "tail") return (await redis.xadd(key, "*", ...entry)) as string;
-  const [[error, id] = []] =
-    (await redis
-      .multi()
-      .xadd(key, "MAXLEN", "~", tail.kept, "*", ...entry)
-      .pexpire(key, tail.idleExpiryMs)
-      .exec()) ?? [];
-  if (error) throw error;
-  return id as string;
+  if (tail?.kind !== "tail") return (await redis.xadd(key, "*", PAYLOAD_FIELD, value)) as string;
+  const appended = await appendTailScript.run(redis, [key], {
+    field: PAYLOAD_FIELD,
+    value,
+    kept: tail.kept,
+    idleExpiryMs: tail.idleExpiryMs,
+  });
+  return appended.id;
 }
 
 /** Consumer groups are created by whoever starts first, idempotently. */

@@ -1,13 +1,17 @@
 import type { EngineRecord, HarnessEvidence } from "../../libs/contract/pipeline-payloads.js";
+import { EntryNotReadyError } from "../../libs/streams/entry-not-ready.js";
 import type { IdentityBinding } from "./identity-binding.js";
 import { applyRecord, closeRuntime, initialState } from "./record-reducer.js";
 import type { EvidenceLimits, RuntimeState } from "./runtime-state.js";
 import { StepOutput } from "./step-output.js";
 
-export class RecordOutOfOrderError extends Error {
-  readonly code = "RECORD_OUT_OF_ORDER";
+/** A record whose runtime has not applied its predecessor yet: the stream consumer leaves it pending for later. */
+export class RecordOutOfOrderError extends EntryNotReadyError {
   constructor(record: EngineRecord, applied: number) {
-    super(`runtime ${record.runtimeId}: seq ${record.seq} arrived before seq ${applied + 1}`);
+    super(
+      "RECORD_OUT_OF_ORDER",
+      `runtime ${record.runtimeId}: seq ${record.seq} arrived before seq ${applied + 1}`,
+    );
   }
 }
 

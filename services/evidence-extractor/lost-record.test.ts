@@ -75,17 +75,19 @@ describe("a dead-lettered engine record", () => {
       STREAM_BLOCK_MS: "100",
       STREAM_RETRY_DELAY_MS: "20",
       STREAM_MAX_DELIVERIES: "2",
+      STREAM_CLAIM_MIN_IDLE_MS: "200",
       EVIDENCE_ORDER_WAIT_MS: "50",
     });
     await append([record(1, { type: "runtime_started" }), record(2, written("input-a"))]);
-    // Seq 3 never arrives: seq 4 waits for it in vain and is dead-lettered.
+    // Seq 3 never arrives: seq 4 is left pending for its turn, taken again and again, and dead-lettered once it was
+    // taken more than STREAM_MAX_DELIVERIES times.
     await append([record(4, { type: "inbound", raw: "{}" })]);
     const [letter] = await waitFor(
       async () => (await newestDeadLetters(t.redis, t.keys, engineRecords.name, 5)).entries,
       (entries) => entries.length === 1,
     );
     expect(letter).toMatchObject({
-      code: "RECORD_OUT_OF_ORDER",
+      code: "MAX_DELIVERIES",
       affects: `runtime ${RUNTIME} of agent ${AGENT}`,
     });
     await append([record(5, written("input-b"))]);

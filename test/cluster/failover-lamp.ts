@@ -5,7 +5,7 @@ import { sleep } from "../../libs/timing/sleep.js";
 import { TestLamp, type SayOptions } from "../e2e/test-lamp.js";
 
 const RECONNECT_PAUSE_MS = 200;
-const MAX_REFUSALS = 25;
+const MAX_REFUSALS = 75;
 
 /**
  * A Lamp behind a load balancer of several device-gateways: when its connection ends it reconnects to the next

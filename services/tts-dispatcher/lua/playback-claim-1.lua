@@ -11,7 +11,8 @@
 --                 ack_timeout; queued past its voice target -> suppressed expired, newest run cancelled -> suppressed
 --                 cancelled; a repeat whose Lamp stayed away past repeatWaitMs -> failed lamp_offline.
 --   behind        not the head of the line: the job waits until woken when the head leaves, at the latest until
---                 waitUntil, when the head would have ended by itself (an answer also no later than its own expiry);
+--                 waitUntil: when the head would have ended by itself, or one offline recheck for a queued head
+--                 (an answer also no later than its own expiry);
 --                 names the head {playbackId, kind, state} (a queued head may have lost its job: see the worker).
 --   offline       the head, no Lamp: indexed as awaiting the Lamp, re-checked at waitUntil or on lamp.connected.
 --   settled | invalid (queued without a voice target; never made by this service) | unknown: nothing to do.
@@ -72,7 +73,9 @@ local function head_to_wait_for()
       local ending = move_playback('ended', base, head, 'uncertain', 'ack_timeout', now)
       endedHeads[#endedHeads + 1] = { kind = ending.kind, state = ending.state, reason = ending.reason }
     elseif head.state == 'queued' then
-      return head, wait_limit(head, args.repeatWaitMs)
+      -- Woken when the head leaves; a wake that was lost (a restart between the head's step and the wake) costs at
+      -- most one recheck.
+      return head, math.min(wait_limit(head, args.repeatWaitMs), now + args.offlineRecheckMs)
     elseif head.ackDeadline then
       return head, head.ackDeadline
     else

@@ -195,7 +195,9 @@ export class PlaybackWorker {
   ): Promise<never> {
     const { store, queue, log } = this.options;
     log.info({ deviceId, playbackId, head: head.playbackId }, "playback waits for its turn");
-    if (head.state === "queued") await queue.enqueue(head.kind, { deviceId, playbackId: head.playbackId });
+    // A queued head is woken too: its own wake (the Lamp connecting, the line moving) may have been lost.
+    if (head.state === "queued" && (await queue.wake(deviceId, head.playbackId)) === "missing")
+      await queue.enqueue(head.kind, { deviceId, playbackId: head.playbackId });
     // The head may have left between the claim and the delay: then nobody would wake this job.
     return this.park(job, token, waitUntil, async () => (await store.lineHead(deviceId)) !== head.playbackId);
   }
