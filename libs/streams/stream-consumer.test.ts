@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import type { StreamConsumerSettings } from "../config/consumer-settings.js";
-import { StreamConsumer, type StreamEntry } from "./stream-consumer.js";
+import { StreamConsumer, type StreamConsumerOptions, type StreamEntry } from "./stream-consumer.js";
 import { appendToStream } from "./stream-writer.js";
 import { newestDeadLetters, redriveDeadLetter, redriveKey } from "./dead-letters.js";
 import { RedisConnections } from "../redis/connections.js";
@@ -55,6 +55,25 @@ function consumerOf(
     handle: ({ payload }) => handle(payload.businessId),
   });
   running.push(consumer);
+  return consumer;
+}
+
+/** A started consumer "c1" of group "workers" on an owned stream (one owner's entries in order), stopped after the test. */
+async function startOwnedConsumer<S extends z.ZodType>(
+  options: Pick<StreamConsumerOptions<S>, "stream" | "ownerOf" | "handle" | "onDeadLetter">,
+): Promise<StreamConsumer<S>> {
+  const consumer = new StreamConsumer({
+    connections: t.connections,
+    keys: t.keys,
+    group: "workers",
+    consumer: "c1",
+    settings: fast,
+    log: testLog,
+    metrics: createMetricsRegistry(),
+    ...options,
+  });
+  running.push(consumer);
+  await consumer.start();
   return consumer;
 }
 
@@ -213,15 +232,8 @@ describe("stream consumer", () => {
     const seen: string[] = [];
     let releaseA1: () => void = () => undefined;
     const a1Held = new Promise<void>((resolve) => (releaseA1 = resolve));
-    const consumer = new StreamConsumer({
-      connections: t.connections,
-      keys: t.keys,
+    await startOwnedConsumer({
       stream: owned,
-      group: "workers",
-      consumer: "c1",
-      settings: fast,
-      log: testLog,
-      metrics: createMetricsRegistry(),
       ownerOf: ({ owner }) => owner,
       handle: async ({ payload: { owner, step } }) => {
         seen.push(`${owner}${step} start`);
@@ -230,8 +242,6 @@ describe("stream consumer", () => {
         seen.push(`${owner}${step} end`);
       },
     });
-    running.push(consumer);
-    await consumer.start();
     await waitFor(
       async () => seen.length,
       (n) => n === 8,
@@ -343,15 +353,8 @@ describe("stream consumer", () => {
       await appendToStream(t.redis, t.keys, owned, { deviceId, step });
     const seen: string[] = [];
     const lost: string[] = [];
-    const consumer = new StreamConsumer({
-      connections: t.connections,
-      keys: t.keys,
+    await startOwnedConsumer({
       stream: owned,
-      group: "workers",
-      consumer: "c1",
-      settings: fast,
-      log: testLog,
-      metrics: createMetricsRegistry(),
       ownerOf: ({ deviceId }) => deviceId,
       handle: async ({ payload: { deviceId, step } }) => {
         seen.push(`${deviceId}${step}`);
@@ -360,8 +363,6 @@ describe("stream consumer", () => {
       onDeadLetter: async ({ payload }, failure) =>
         void lost.push(`${payload.deviceId}${payload.step} ${failure.code}`),
     });
-    running.push(consumer);
-    await consumer.start();
     const [letter] = await waitFor(
       async () => (await newestDeadLetters(t.redis, t.keys, owned.name, 10)).entries,
       (entries) => entries.length === 1,
