@@ -303,7 +303,7 @@ export class StreamConsumer<S extends z.ZodType> {
       individually,
       (entry) => this.ownerKey(entry),
       async (entry) => {
-        // An owner's entry left pending (we are stopping) holds back the owner's later ones: order is kept.
+        // An owner's entry left pending (we are stopping, or it is not ready) holds back the owner's later ones.
         if (leftOwners.has(this.ownerKey(entry))) return;
         const outcome = await this.handleEntry(entry);
         if (outcome === "handled") handled.push(entry.read);
@@ -324,7 +324,8 @@ export class StreamConsumer<S extends z.ZodType> {
         continue;
       }
       const handlerEntry = { id: entry.id, payload: parsed.value, deliveries };
-      // Only crashes and reclaims raise the delivery count: failures are retried in place, outages not counted.
+      // Only crashes and reclaims (of dead consumers' entries, or of entries left not ready) raise the delivery count:
+      // failures are retried in place, outages not counted.
       if (deliveries > this.options.settings.maxDeliveries) {
         const message = `MAX_DELIVERIES: read ${deliveries} times by consumers that never finished it`;
         await this.deadLetter(entry, handlerEntry, { code: "MAX_DELIVERIES", message }, deliveries);

@@ -1,8 +1,7 @@
-import { STREAM_CATALOG } from "../../../libs/contract/catalog.js";
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from "bullmq";
 import type { RedisClient } from "../../../libs/redis/redis-client.js";
 import { RecentMap } from "../../../libs/collections/recent-map.js";
-import { QUEUE_CATALOG } from "../../../libs/contract/catalog.js";
+import { QUEUE_CATALOG, STREAM_CATALOG } from "../../../libs/contract/catalog.js";
 import { LAMP_GATEWAY_HEARTBEAT_MS } from "../../../libs/contract/lamp-delivery.js";
 import { playbackJobSchema, type PlaybackJob } from "../../../libs/contract/lamp-payloads.js";
 import type { PlaybackKind, PlaybackReason, PlaybackState } from "../../../libs/contract/os-playback.js";
