@@ -9,7 +9,7 @@ import { hostServices, type HostedServices } from "../../libs/service/service-ho
 import { newestDeadLetters } from "../../libs/streams/dead-letters.js";
 import { streamKeyFor } from "../../libs/streams/stream-partitions.js";
 import { PAYLOAD_FIELD } from "../../libs/streams/stream-writer.js";
-import { createTestRedis, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
+import { createTestRedis, hostedServiceEnv, waitFor, type TestRedis } from "../../test/helpers/test-redis.js";
 import { evidenceExtractorService } from "./definition.js";
 
 const AGENT = "agent-lost";
@@ -67,11 +67,7 @@ async function evidence(): Promise<
 describe("a dead-lettered engine record", () => {
   it("ends the inputs open for its runtime unknown / EVIDENCE_LOST, and the runtime processes its next record", async () => {
     services = await hostServices("lost-record", [evidenceExtractorService], {
-      REDIS_URL: t.url,
-      KEY_PREFIX: t.keys.prefix,
-      STREAM_PARTITIONS: String(t.keys.partitions),
-      PORT: "0",
-      LOG_LEVEL: "silent",
+      ...hostedServiceEnv(t),
       STREAM_BLOCK_MS: "100",
       STREAM_RETRY_DELAY_MS: "20",
       STREAM_MAX_DELIVERIES: "2",

@@ -49,6 +49,17 @@ export function createTestRedis(label: string, url = redisUrl(), partitions = 1)
   };
 }
 
+/** What a service hosted in a test process needs to share a test store: its Redis, prefix and partitions, quiet, any port. */
+export function hostedServiceEnv(t: TestStore): Record<string, string> {
+  return {
+    REDIS_URL: t.url,
+    KEY_PREFIX: t.keys.prefix,
+    STREAM_PARTITIONS: String(t.keys.partitions),
+    PORT: "0",
+    LOG_LEVEL: "silent",
+  };
+}
+
 /** The same on a Redis Cluster: one Cluster client, keys removed from every master. */
 export function createTestCluster(
   label: string,

@@ -1,15 +1,11 @@
 import { hostServices, type HostedServices } from "../../libs/service/service-host.js";
 import { ttsDispatcherService } from "../../services/tts-dispatcher/definition.js";
-import type { TestRedis } from "../helpers/test-redis.js";
+import { hostedServiceEnv, type TestRedis } from "../helpers/test-redis.js";
 
 /** Fast settings so retries, ack timeouts and stalled-job recovery happen within a test. */
 export function ttsTestEnv(t: TestRedis, overrides: Record<string, string> = {}): Record<string, string> {
   return {
-    REDIS_URL: t.url,
-    KEY_PREFIX: t.keys.prefix,
-    STREAM_PARTITIONS: String(t.keys.partitions),
-    PORT: "0",
-    LOG_LEVEL: "silent",
+    ...hostedServiceEnv(t),
     STREAM_BLOCK_MS: "100",
     STREAM_RETRY_DELAY_MS: "50",
     PLAYBACK_ACK_TIMEOUT_MS: "400",
